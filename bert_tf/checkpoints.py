@@ -1,0 +1,318 @@
+"""Reading and writing BERT weights: Google TF1 checkpoints, HuggingFace safetensors, this project's own.
+
+Every format is read as a map from *canonical names* (Google's variable names, e.g.
+`bert/encoder/layer_0/attention/self/query/kernel`, `cls/predictions/output_bias`) to NumPy arrays in
+Google's layouts (Dense kernels [in, out]). Models expose the same names through `checkpoint_variables()`,
+so loading is one dictionary join. Pickled PyTorch files are refused: they are never unpickled.
+"""
+
+import dataclasses
+import glob
+import json
+import os
+import re
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+GOOGLE, HUGGINGFACE, NATIVE = "google", "huggingface", "native"
+FORMAT_VERSION_NAME = "bert_tf/format_version"
+CONFIG_NAME = "bert_tf/bert_config"
+FORMAT_VERSION = 1
+_PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
+# Optimizer state and step counters that Google's checkpoints carry beside the weights.
+_OPTIMIZER_SLOT = re.compile(r"(^|/)(adam_m|adam_v|lamb_m|lamb_v|global_step|good_steps|loss_scale|"
+                             r"current_loss_scale)$")
+
+
+class CheckpointSource:
+    """Tensors of one checkpoint under canonical names.
+
+    Attributes: `path`, `format` (google | huggingface | native), `shapes` {canonical name: shape},
+    `ignored` {original name: reason} for tensors that are deliberately not weights, `config` (a dict or None).
+    `read(name)` returns the NumPy array of a canonical name in Google's layout.
+    """
+
+    def __init__(self, path, fmt, shapes, reader, ignored, config=None):
+        self.path, self.format, self.shapes, self._reader = path, fmt, shapes, reader
+        self.ignored, self.config = ignored, config
+
+    def read(self, name):
+        return self._reader(name)
+
+
+# ---------------------------------------------------------------------------------------------- TF bundles
+
+def _tf_checkpoint_prefix(path):
+    """The checkpoint prefix of `path` (a prefix, or a directory holding one), or None."""
+    if os.path.isfile(path + ".index"):
+        return path
+    if path.endswith(".index") and os.path.isfile(path):
+        return path[: -len(".index")]
+    if os.path.isdir(path):
+        for name in ("bert_model.ckpt", "model.ckpt"):
+            if os.path.isfile(os.path.join(path, name + ".index")):
+                return os.path.join(path, name)
+        latest = tf.train.latest_checkpoint(path)
+        if latest:
+            return latest
+        indexes = sorted(glob.glob(os.path.join(path, "*.index")))
+        if len(indexes) == 1:
+            return indexes[0][: -len(".index")]
+    return None
+
+
+def _read_tf_checkpoint(prefix):
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+    except (tf.errors.OpError, ValueError) as e:
+        raise ValueError(f"{prefix}: cannot read TensorFlow checkpoint ({str(e).splitlines()[0]})") from None
+    shapes = reader.get_variable_to_shape_map()
+    if FORMAT_VERSION_NAME in shapes:
+        version = int(reader.get_tensor(FORMAT_VERSION_NAME))
+        if version != FORMAT_VERSION:
+            raise ValueError(f"{prefix}: bert_tf checkpoint format version {version}, expected {FORMAT_VERSION}")
+        config = None
+        if CONFIG_NAME in shapes:
+            config = json.loads(reader.get_tensor(CONFIG_NAME).decode("utf-8"))
+        ignored = {FORMAT_VERSION_NAME: "format marker", CONFIG_NAME: "embedded bert_config.json"} \
+            if config is not None else {FORMAT_VERSION_NAME: "format marker"}
+        weights = {n: tuple(s) for n, s in shapes.items() if n not in ignored}
+        return CheckpointSource(prefix, NATIVE, weights, reader.get_tensor, ignored, config)
+    if any(".ATTRIBUTES" in n for n in shapes):
+        raise ValueError(f"{prefix}: this is a TF2 object-based checkpoint (names like "
+                         f"{next(n for n in shapes if '.ATTRIBUTES' in n)}); expected a Google TF1 BERT "
+                         "checkpoint or one written by bert_tf (convert_checkpoint.py / save_checkpoint)")
+    if not any(n.startswith("bert/") for n in shapes):
+        raise ValueError(f"{prefix}: no BERT variables in this checkpoint (expected names like "
+                         f"bert/embeddings/word_embeddings; found {sorted(shapes)[:5]})")
+    ignored = {n: "optimizer state" for n in shapes if _OPTIMIZER_SLOT.search(n)}
+    weights = {n: tuple(s) for n, s in shapes.items() if n not in ignored}
+    return CheckpointSource(prefix, GOOGLE, weights, reader.get_tensor, ignored)
+
+
+# ------------------------------------------------------------------------------------------- HuggingFace
+
+_HF_SPECIAL = {
+    "cls.predictions.bias": "cls/predictions/output_bias",
+    "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
+    "cls.seq_relationship.bias": "cls/seq_relationship/output_bias",
+}
+_HF_IGNORED = {
+    "embeddings.position_ids": "buffer (position ids), not a weight",
+    "cls.predictions.decoder.weight": "tied to bert/embeddings/word_embeddings",
+    "cls.predictions.decoder.bias": "same tensor as cls.predictions.bias",
+}
+
+
+def hf_to_canonical(name):
+    """Maps a HF BERT tensor name to (canonical name, transpose?) or (None, reason) when it is skipped.
+
+    `encoder.layer.3.attention.self.query.weight` -> (`bert/encoder/layer_3/attention/self/query/kernel`,
+    True): PyTorch Linear weights are [out, in], Google kernels [in, out]. Names outside the encoder and
+    the pretraining heads (a task head such as `classifier.weight`) keep their HF name.
+    """
+    stripped = name[len("bert."):] if name.startswith("bert.") else name
+    if stripped in _HF_IGNORED:
+        return None, _HF_IGNORED[stripped]
+    if stripped in _HF_SPECIAL:
+        return _HF_SPECIAL[stripped], False
+    parts = stripped.split(".")
+    if parts[0] not in ("embeddings", "encoder", "pooler", "cls"):
+        return name, False
+    scope = "cls" if parts[0] == "cls" else "bert"
+    path = "/".join(parts if scope == "cls" else [scope] + parts)
+    path = re.sub(r"/layer/(\d+)/", r"/layer_\1/", path)
+    leaf = parts[-1]
+    in_layer_norm = len(parts) > 1 and parts[-2] == "LayerNorm"
+    if in_layer_norm:
+        path = path[: -len(leaf)] + {"weight": "gamma", "bias": "beta", "gamma": "gamma", "beta": "beta"}[leaf]
+        return path, False
+    if parts[0] == "embeddings" and leaf == "weight":
+        return path[: -len("/weight")], False
+    if leaf == "weight":
+        return path[: -len("weight")] + "kernel", True
+    return path, False
+
+
+def _safetensors_files(path):
+    """The safetensors files of a HF directory or file path, or None if `path` is not one."""
+    if os.path.isfile(path) and path.endswith(".safetensors"):
+        return [path]
+    if os.path.isdir(path):
+        index = os.path.join(path, "model.safetensors.index.json")
+        if os.path.isfile(index):
+            with open(index, encoding="utf-8") as f:
+                shards = sorted(set(json.load(f)["weight_map"].values()))
+            return [os.path.join(path, s) for s in shards]
+        single = os.path.join(path, "model.safetensors")
+        if os.path.isfile(single):
+            return [single]
+    return None
+
+
+def _read_huggingface(files, path):
+    from safetensors import safe_open  # imported here: only HF imports need it
+
+    shapes, locations, ignored = {}, {}, {}
+    for file in files:
+        try:
+            handle = safe_open(file, framework="np")
+            keys = list(handle.keys())
+        except Exception as e:  # safetensors raises its own error types for corrupt headers
+            raise ValueError(f"{file}: not a valid safetensors file ({e})") from None
+        for key in keys:
+            canonical, transpose = hf_to_canonical(key)
+            if canonical is None:
+                ignored[key] = transpose
+                continue
+            shape = tuple(handle.get_slice(key).get_shape())
+            shapes[canonical] = shape[::-1] if transpose else shape
+            locations[canonical] = (handle, key, transpose)
+
+    def read(name):
+        handle, key, transpose = locations[name]
+        value = handle.get_tensor(key)
+        return np.ascontiguousarray(value.T) if transpose else value
+
+    config = None
+    config_file = os.path.join(path if os.path.isdir(path) else os.path.dirname(path), "config.json")
+    if os.path.isfile(config_file):
+        with open(config_file, encoding="utf-8") as f:
+            config = json.load(f)
+    return CheckpointSource(path, HUGGINGFACE, shapes, read, ignored, config)
+
+
+# --------------------------------------------------------------------------------------------- detection
+
+def open_checkpoint(path):
+    """Detects the format of `path` and returns a CheckpointSource; ValueError when it is none of them.
+
+    Accepted: a Google TF1 checkpoint prefix or directory (`bert_model.ckpt`), a checkpoint written by
+    `save_checkpoint`, a HuggingFace BERT directory or `model.safetensors` file.
+    """
+    path = os.fspath(path)
+    if path.endswith(_PICKLE_SUFFIXES) or (
+            os.path.isdir(path) and os.path.isfile(os.path.join(path, "pytorch_model.bin"))
+            and _safetensors_files(path) is None):
+        raise ValueError(f"{path}: pickled PyTorch weights are refused (unpickling runs arbitrary code); "
+                         "convert them to model.safetensors (e.g. `safetensors.torch.save_file`) and pass that")
+    files = _safetensors_files(path)
+    if files:
+        return _read_huggingface(files, path)
+    prefix = _tf_checkpoint_prefix(path)
+    if prefix:
+        return _read_tf_checkpoint(prefix)
+    if not os.path.exists(path) and not glob.glob(path + ".*"):
+        raise ValueError(f"{path}: checkpoint not found")
+    raise ValueError(f"{path}: not a BERT checkpoint; expected a Google TF1 checkpoint prefix "
+                     "(bert_model.ckpt), a bert_tf checkpoint, or a HuggingFace directory / model.safetensors")
+
+
+# ------------------------------------------------------------------------------------------------ loading
+
+@dataclasses.dataclass
+class LoadReport:
+    """What `load_checkpoint` did: canonical names `mapped` into the model, checkpoint tensors `ignored`
+    (name -> reason), model variables `missing` from the checkpoint (left at their initial values)."""
+
+    path: str
+    format: str
+    mapped: list
+    ignored: dict
+    missing: list
+
+    def __str__(self):
+        lines = [f"Loaded {self.format} checkpoint {self.path}: {len(self.mapped)} mapped, "
+                 f"{len(self.ignored)} ignored, {len(self.missing)} missing"]
+        reasons = {}
+        for name, reason in self.ignored.items():
+            reasons.setdefault(reason, []).append(name)
+        for reason, names in sorted(reasons.items()):
+            lines.append(f"  ignored ({reason}): {len(names)}, e.g. {sorted(names)[0]}")
+        for name in self.missing:
+            lines.append(f"  missing (kept at initial value): {name}")
+        return "\n".join(lines)
+
+
+def _optional(name):
+    """Variables a checkpoint may lack: the pooler (absent from MLM-only models) and the task heads."""
+    return not name.startswith("bert/") or name.startswith("bert/pooler/")
+
+
+def load_checkpoint(model, path):
+    """Loads any accepted checkpoint into `model` (a BertEncoder or a model with `checkpoint_variables()`).
+
+    Every checkpoint tensor is mapped into a model variable or ignored with a reason: optimizer state;
+    tensors outside `bert/` that this model has no variable for (e.g. pretraining heads when loading into
+    an encoder). Raises ValueError listing (a) checkpoint tensors under `bert/` that the model lacks,
+    (b) shape mismatches, (c) encoder variables absent from the checkpoint (except the pooler, which is
+    reported as missing). Returns a LoadReport and logs it.
+    """
+    source = open_checkpoint(path)
+    targets = model.checkpoint_variables()
+    ignored = dict(source.ignored)
+    leftovers, mismatched, mapped = [], [], []
+    for name, shape in sorted(source.shapes.items()):
+        if name not in targets:
+            if name.startswith("bert/"):
+                leftovers.append(f"{name} {list(shape)}")
+            else:
+                ignored[name] = "not part of this model"
+            continue
+        expected = tuple(targets[name].shape)
+        if tuple(shape) != expected:
+            mismatched.append(f"{name}: checkpoint {list(shape)}, model {list(expected)}")
+        mapped.append(name)
+    missing = sorted(n for n in targets if n not in source.shapes)
+    required_missing = [n for n in missing if not _optional(n)]
+    problems = []
+    if mismatched:
+        problems.append(f"{len(mismatched)} shape mismatch(es): " + "; ".join(mismatched[:10]))
+    if leftovers:
+        problems.append(f"{len(leftovers)} checkpoint tensor(s) with no model variable: "
+                        + ", ".join(leftovers[:10]))
+    if required_missing:
+        problems.append(f"{len(required_missing)} model variable(s) missing from the checkpoint: "
+                        + ", ".join(required_missing[:10]))
+    if problems:
+        raise ValueError(f"{source.path} ({source.format} checkpoint) does not fit this model "
+                         "(is it for a different size or config?): " + " | ".join(problems))
+    for name in mapped:
+        targets[name].assign(source.read(name).astype(targets[name].dtype))
+    report = LoadReport(source.path, source.format, mapped, ignored, missing)
+    logging.info("%s", report)
+    return report
+
+
+# ------------------------------------------------------------------------------------------------ writing
+
+def _write_bundle(prefix, tensors):
+    """Writes {name: array} as a name-based TF checkpoint bundle, atomically (temp prefix, then rename)."""
+    directory = os.path.dirname(os.path.abspath(prefix))
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".tmp-{os.getpid()}-{os.path.basename(prefix)}")
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(prefix=tmp, tensor_names=names, shape_and_slices=[""] * len(names),
+                      tensors=[tf.convert_to_tensor(tensors[n]) for n in names])
+    data_files = sorted(glob.glob(tmp + ".data-*"))
+    for file in data_files:
+        os.replace(file, prefix + file[len(tmp):])
+    os.replace(tmp + ".index", prefix + ".index")  # last: the checkpoint exists only once it is complete
+
+
+def save_checkpoint(weights, prefix, config=None):
+    """Writes a bert_tf checkpoint at `prefix` (`prefix.index` + `prefix.data-*`).
+
+    `weights`: a model with `checkpoint_variables()` or a {canonical name: array} dict. `config`, a
+    BertConfig, is embedded so the checkpoint describes itself. The variable names are Google's, so the
+    original TF1 code can read the `bert/` and `cls/` variables too.
+    """
+    if hasattr(weights, "checkpoint_variables"):
+        weights = {n: v.numpy() for n, v in weights.checkpoint_variables().items()}
+    tensors = {n: np.asarray(v) for n, v in weights.items()}
+    tensors[FORMAT_VERSION_NAME] = np.asarray(FORMAT_VERSION, np.int64)
+    if config is not None:
+        tensors[CONFIG_NAME] = np.asarray(config.to_json_string().encode("utf-8"), dtype=object)
+    _write_bundle(prefix, tensors)

@@ -1,0 +1,116 @@
+"""BertEncoder: embeddings, a stack of Transformer layers and the pooler, as one Keras model."""
+
+import keras
+from keras import ops
+
+from bert_tf.config import BertConfig
+from bert_tf.modeling import initializers
+from bert_tf.modeling.attention import attention_bias
+from bert_tf.modeling.embeddings import BertEmbeddings
+from bert_tf.modeling.transformer import BertTransformerLayer
+
+INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertEncoder(keras.Model):
+    """The BERT encoder (Devlin et al. 2019, section 3): variables named as in Google's checkpoints.
+
+    Inputs: a dict with `input_ids` int32 [B, T] and optionally `input_mask` (1 = real token, default all
+    ones) and `segment_ids` (0/1, default zeros), same shape, T <= max_position_embeddings; or `input_ids`
+    alone as a tensor.
+
+    Outputs, a dict:
+      `sequence_output` float32 [B, T, H]: the last layer's output;
+      `pooled_output` [B, H]: Dense(H, tanh) of the first token ([CLS]) of `sequence_output`;
+      `encoder_outputs`: list of L float32 [B, T, H], every layer's output (the last is `sequence_output`);
+      `embedding_output` float32 [B, T, H]: LayerNorm(word + segment + position embeddings), after dropout;
+      `attention_probs` (only when called with `output_attention_probs=True`): list of L float32
+      [B, heads, T, T] attention probabilities.
+    Under a mixed-precision policy matmuls run in the compute dtype; LayerNorm and softmax run in float32.
+    """
+
+    def __init__(self, config, **kwargs):
+        kwargs.setdefault("name", "bert")
+        super().__init__(**kwargs)
+        if isinstance(config, dict):
+            config = BertConfig.from_dict(config)
+        self.config = config
+        self.embeddings = BertEmbeddings(
+            config.vocab_size, config.hidden_size, config.max_position_embeddings, config.type_vocab_size,
+            config.initializer_range, config.hidden_dropout_prob, config.layer_norm_eps, name="embeddings")
+        self.transformer_layers = [
+            BertTransformerLayer(
+                config.hidden_size, config.num_attention_heads, config.intermediate_size, config.hidden_act,
+                config.initializer_range, config.hidden_dropout_prob, config.attention_probs_dropout_prob,
+                config.layer_norm_eps, name=f"layer_{i}")
+            for i in range(config.num_hidden_layers)]
+        self.pooler = keras.layers.Dense(
+            config.hidden_size, activation="tanh",
+            kernel_initializer=initializers.truncated_normal(config.initializer_range), name="dense")
+
+    def build(self, input_shape=None):
+        hidden_shape = (None, None, self.config.hidden_size)
+        self.embeddings.build()
+        with keras.name_scope("encoder"):
+            for layer in self.transformer_layers:
+                layer.build(hidden_shape)
+        with keras.name_scope("pooler"):
+            self.pooler.build((None, self.config.hidden_size))
+        self.built = True
+
+    def call(self, inputs, training=None, output_attention_probs=False):
+        if not isinstance(inputs, dict):
+            inputs = {"input_ids": inputs}
+        unknown = set(inputs) - set(INPUT_NAMES)
+        if unknown or "input_ids" not in inputs:
+            raise ValueError(f"BertEncoder inputs have keys {sorted(inputs)}; expected input_ids and "
+                             "optionally input_mask, segment_ids")
+        input_ids = inputs["input_ids"]
+        input_mask = inputs.get("input_mask")
+        segment_ids = inputs.get("segment_ids")
+        if input_mask is None:
+            input_mask = ops.ones_like(input_ids)
+        if segment_ids is None:
+            segment_ids = ops.zeros_like(input_ids)
+        hidden = self.embeddings(input_ids, segment_ids, training=training)
+        embedding_output = hidden
+        bias = attention_bias(input_mask)
+        encoder_outputs, all_probs = [], []
+        for layer in self.transformer_layers:
+            hidden, probs = layer(hidden, bias, training=training)
+            encoder_outputs.append(hidden)
+            all_probs.append(probs)
+        outputs = {
+            "sequence_output": hidden,
+            "pooled_output": self.pooler(hidden[:, 0, :]),
+            "encoder_outputs": encoder_outputs,
+            "embedding_output": embedding_output,
+        }
+        if output_attention_probs:
+            outputs["attention_probs"] = all_probs
+        return outputs
+
+    def checkpoint_variables(self):
+        """{Google checkpoint name, e.g. `bert/encoder/layer_0/attention/self/query/kernel`: variable}."""
+        if not self.built:
+            self.build()
+        anchor = "embeddings/word_embeddings"
+        path = self.embeddings.word_embeddings.path
+        prefix = path[: -len(anchor)]
+        names = {}
+        for variable in self.weights:
+            if not variable.path.startswith(prefix):
+                raise ValueError(f"variable {variable.path} is not under the encoder scope {prefix!r}")
+            names["bert/" + variable.path[len(prefix):]] = variable
+        return names
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "dtype": keras.saving.serialize_keras_object(self.dtype_policy),
+                "config": self.config.to_dict()}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(BertConfig.from_dict(config.pop("config")), **config)
