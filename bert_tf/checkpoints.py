@@ -316,3 +316,27 @@ def save_checkpoint(weights, prefix, config=None):
     if config is not None:
         tensors[CONFIG_NAME] = np.asarray(config.to_json_string().encode("utf-8"), dtype=object)
     _write_bundle(prefix, tensors)
+
+
+def convert_checkpoint(path, prefix, config):
+    """Converts any accepted checkpoint at `path` into a bert_tf checkpoint at `prefix`, losslessly for the
+    encoder (`bert/`) and pretraining heads (`cls/`); optimizer state and task heads are dropped.
+
+    `config` (a BertConfig) is embedded and checked: the encoder must load from the result without error.
+    Returns the list of canonical names written.
+    """
+    source = open_checkpoint(path)
+    kept = sorted(n for n in source.shapes if n.startswith(("bert/", "cls/")))
+    dropped = sorted(set(source.shapes) - set(kept))
+    if dropped:
+        logging.info("Not converted (task heads): %s", ", ".join(dropped))
+    save_checkpoint({n: source.read(n) for n in kept}, prefix, config)
+    from bert_tf.modeling.encoder import BertEncoder  # the check needs a model; modeling never imports us
+
+    try:
+        load_checkpoint(BertEncoder(config), prefix)
+    except ValueError:
+        for file in glob.glob(prefix + ".*"):
+            os.remove(file)
+        raise
+    return kept

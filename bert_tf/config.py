@@ -62,6 +62,18 @@ class BertConfig:
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(f"hidden_act={self.hidden_act!r} is not one of {', '.join(ACTIVATIONS)}")
 
+    def check_vocab_size(self, vocab_size, vocab_file):
+        """ValueError unless a vocab of `vocab_size` tokens (read from `vocab_file`) fits this config."""
+        if vocab_size != self.vocab_size:
+            raise ValueError(f"{vocab_file} has {vocab_size} tokens but the config says vocab_size="
+                             f"{self.vocab_size}; use the vocab.txt that belongs to this checkpoint")
+
+    def check_seq_length(self, max_seq_length):
+        """ValueError unless sequences of `max_seq_length` tokens fit the position table."""
+        if not 2 <= max_seq_length <= self.max_position_embeddings:
+            raise ValueError(f"max_seq_length={max_seq_length} must be between 2 and the config's "
+                             f"max_position_embeddings={self.max_position_embeddings}")
+
     @property
     def attention_head_size(self):
         return self.hidden_size // self.num_attention_heads

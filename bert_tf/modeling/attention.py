@@ -21,9 +21,10 @@ class BertSelfAttention(keras.layers.Layer):
     """Scaled dot-product attention over all heads; Google scope `attention/self`.
 
     Weights: `query|key|value/kernel` [H, H] and `/bias` [H]. Logits are scaled by 1/sqrt(head size),
-    biased by `attention_bias`, and the softmax is computed in float32.
+    biased by `attention_bias(input_mask)` (built here from the integer mask: a float bias passed into a layer
+    would be autocast to the compute dtype), and the softmax is computed in float32.
 
-    Call: hidden float [B, T, H], bias float32 [B, 1, 1, T] ->
+    Call: hidden float [B, T, H], input_mask int [B, T] (1 = real token) ->
     (context [B, T, H] in the compute dtype, probabilities float32 [B, heads, T, T]).
     """
 
@@ -54,12 +55,13 @@ class BertSelfAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, length, self.num_attention_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
-    def call(self, hidden, bias, training=None):
+    def call(self, hidden, input_mask, training=None):
         query = self._split_heads(self.query(hidden))
         key = self._split_heads(self.key(hidden))
         value = self._split_heads(self.value(hidden))
         logits = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
-        logits = ops.cast(logits, "float32") * (1.0 / math.sqrt(self.head_size)) + bias
+        logits = ops.cast(logits, "float32") * (1.0 / math.sqrt(self.head_size))
+        logits += attention_bias(input_mask)
         probs = ops.softmax(logits, axis=-1)
         dropped = ops.cast(self.dropout(probs, training=training), self.compute_dtype)
         context = ops.transpose(ops.matmul(dropped, value), (0, 2, 1, 3))

@@ -5,7 +5,6 @@ from keras import ops
 
 from bert_tf.config import BertConfig
 from bert_tf.modeling import initializers
-from bert_tf.modeling.attention import attention_bias
 from bert_tf.modeling.embeddings import BertEmbeddings
 from bert_tf.modeling.transformer import BertTransformerLayer
 
@@ -75,10 +74,9 @@ class BertEncoder(keras.Model):
             segment_ids = ops.zeros_like(input_ids)
         hidden = self.embeddings(input_ids, segment_ids, training=training)
         embedding_output = hidden
-        bias = attention_bias(input_mask)
         encoder_outputs, all_probs = [], []
         for layer in self.transformer_layers:
-            hidden, probs = layer(hidden, bias, training=training)
+            hidden, probs = layer(hidden, input_mask, training=training)
             encoder_outputs.append(hidden)
             all_probs.append(probs)
         outputs = {

@@ -49,7 +49,7 @@ class BertTransformerLayer(keras.layers.Layer):
     Google scope `bert/encoder/layer_N/` with `attention/self/{query,key,value}`, `attention/output/...`,
     `intermediate/dense` [H, I] and `output/...` ([I, H] dense + LayerNorm).
 
-    Call: hidden [B, T, H], bias float32 [B, 1, 1, T] -> (float32 [B, T, H], probs float32 [B, heads, T, T]).
+    Call: hidden [B, T, H], input_mask int [B, T] -> (float32 [B, T, H], probs float32 [B, heads, T, T]).
     """
 
     def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
@@ -83,8 +83,8 @@ class BertTransformerLayer(keras.layers.Layer):
         self.output_block.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
         self.built = True
 
-    def call(self, hidden, bias, training=None):
-        context, probs = self.self_attention(hidden, bias, training=training)
+    def call(self, hidden, input_mask, training=None):
+        context, probs = self.self_attention(hidden, input_mask, training=training)
         attended = self.attention_output(context, hidden, training=training)
         return self.output_block(self.intermediate(attended), attended, training=training), probs
 

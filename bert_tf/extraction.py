@@ -1,0 +1,134 @@
+"""Feature-based BERT (Devlin et al. 2019, section 5.3): per-token activations of chosen layers as JSON lines.
+
+Input: one example per line, `text_a` or `text_a ||| text_b`. Output: one JSON object per input line,
+`{"linex_index": i, "features": [{"token": t, "layers": [{"index": -1, "values": [...]}, ...]}, ...]}`
+with values rounded to 6 decimals, as the original `extract_features.py` writes.
+"""
+
+import dataclasses
+import json
+import os
+import re
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from bert_tf.data.packing import pack_tokens
+
+_PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
+
+
+@dataclasses.dataclass
+class InputExample:
+    unique_id: int
+    text_a: str
+    text_b: str = None
+
+
+def read_examples(path):
+    """Yields InputExamples from `path`; ValueError naming the line for invalid UTF-8 or an empty line."""
+    with open(path, "rb") as f:
+        for line_number, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}:{line_number}: invalid UTF-8 (byte {raw[e.start]:#04x} at column "
+                                 f"{e.start + 1}); the input must be UTF-8 text") from None
+            if not line:
+                raise ValueError(f"{path}:{line_number}: empty line; expected `text` or `text_a ||| text_b` "
+                                 "on every line")
+            match = _PAIR.match(line)
+            if match:
+                yield InputExample(line_number - 1, match.group(1), match.group(2))
+            else:
+                yield InputExample(line_number - 1, line)
+
+
+def resolve_layers(layers, num_hidden_layers):
+    """Parses "-1,-2" into a list of ints, each in [-L, L-1]; ValueError for anything else."""
+    try:
+        indexes = [int(x) for x in str(layers).split(",")]
+    except ValueError:
+        raise ValueError(f"--layers={layers!r}: expected comma-separated integers such as -1,-2,-3,-4") from None
+    for index in indexes:
+        if not -num_hidden_layers <= index < num_hidden_layers:
+            raise ValueError(f"--layers: layer {index} does not exist in a {num_hidden_layers}-layer model "
+                             f"(valid: {-num_hidden_layers}..{num_hidden_layers - 1})")
+    return indexes
+
+
+class FeatureExtractor:
+    """Runs a BertEncoder over examples and returns the activations of `layers` for every real token.
+
+    `layers`: ints indexing the encoder's layer outputs (-1 is the last layer).
+    """
+
+    def __init__(self, encoder, tokenizer, max_seq_length, layers):
+        encoder.config.check_seq_length(max_seq_length)
+        self.encoder, self.tokenizer = encoder, tokenizer
+        self.max_seq_length = max_seq_length
+        self.layers = resolve_layers(",".join(map(str, layers)), encoder.config.num_hidden_layers)
+        spec = tf.TensorSpec([None, max_seq_length], tf.int32)
+        self._forward = tf.function(self._layer_outputs, input_signature=[spec, spec, spec])
+
+    def _layer_outputs(self, input_ids, input_mask, segment_ids):
+        """int32 [B, T] x 3 -> float32 [len(layers), B, T, H]."""
+        outputs = self.encoder({"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
+                               training=False)
+        return tf.stack([tf.cast(outputs["encoder_outputs"][i], tf.float32) for i in self.layers])
+
+    def extract(self, examples):
+        """One batch of InputExamples -> list of (unique_id, tokens, float32 [len(layers), len(tokens), H])."""
+        packed = [pack_tokens(self.tokenizer.tokenize(e.text_a),
+                              self.tokenizer.tokenize(e.text_b) if e.text_b is not None else None,
+                              self.max_seq_length, self.tokenizer) for e in examples]
+        arrays = [np.asarray([getattr(p, name) for p in packed], np.int32)
+                  for name in ("input_ids", "input_mask", "segment_ids")]
+        values = self._forward(*arrays).numpy()
+        return [(e.unique_id, p.tokens, values[:, row, : len(p.tokens)])
+                for row, (e, p) in enumerate(zip(examples, packed))]
+
+    def to_json(self, unique_id, tokens, values):
+        """The original's JSON object for one example (values rounded to 6 decimals)."""
+        features = []
+        for position, token in enumerate(tokens):
+            features.append({"token": token, "layers": [
+                {"index": index, "values": [round(x, 6) for x in values[j, position].tolist()]}
+                for j, index in enumerate(self.layers)]})
+        return {"linex_index": unique_id, "features": features}
+
+
+def _batches(iterable, size):
+    batch = []
+    for item in iterable:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def write_features(extractor, input_file, output_file, batch_size):
+    """Streams `input_file` through `extractor` into JSON lines at `output_file`.
+
+    The output is written under a temporary name and renamed when complete, so a failure (bad line,
+    interrupt) leaves no partial file. Returns the number of examples written.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size={batch_size} must be at least 1")
+    tmp = f"{output_file}.tmp{os.getpid()}"
+    count = 0
+    try:
+        with open(tmp, "w", encoding="utf-8") as out:
+            for batch in _batches(read_examples(input_file), batch_size):
+                for result in extractor.extract(batch):
+                    out.write(json.dumps(extractor.to_json(*result)) + "\n")
+                count += len(batch)
+                logging.info("extract_features: %d examples written", count)
+        os.replace(tmp, output_file)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return count

@@ -1,0 +1,59 @@
+"""Convert a Google TF1 BERT checkpoint or a HuggingFace BERT directory into a bert_tf checkpoint.
+
+    python convert_checkpoint.py --init_checkpoint=$HF_DIR --output_dir=converted/
+    python convert_checkpoint.py --init_checkpoint=$BERT_DIR/bert_model.ckpt \
+      --bert_config_file=$BERT_DIR/bert_config.json --output_dir=converted/
+
+Writes `output_dir/bert_model.ckpt.{index,data-*}` (Google's variable names, config embedded),
+`output_dir/bert_config.json` and, when one is found beside the input or given, `output_dir/vocab.txt`.
+"""
+
+import os
+import shutil
+
+from absl import flags, logging
+
+from bert_tf import BertConfig, scripting
+from bert_tf.checkpoints import convert_checkpoint, open_checkpoint
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("init_checkpoint", None, "Google TF1 checkpoint prefix, HF directory or model.safetensors.")
+flags.DEFINE_string("bert_config_file", None, "bert_config.json / config.json; default: the one beside the "
+                    "input (HF config.json, or the config embedded in a bert_tf checkpoint).")
+flags.DEFINE_string("vocab_file", None, "vocab.txt to copy; default: vocab.txt beside the input, if any.")
+flags.DEFINE_string("output_dir", None, "Directory to write the converted checkpoint into.")
+flags.mark_flag_as_required("init_checkpoint")
+flags.mark_flag_as_required("output_dir")
+
+
+def _beside_input(name):
+    path = FLAGS.init_checkpoint
+    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    candidate = os.path.join(directory, name)
+    return candidate if os.path.isfile(candidate) else None
+
+
+def main(_):
+    logging.set_verbosity(logging.INFO)
+    if FLAGS.bert_config_file:
+        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    else:
+        source = open_checkpoint(FLAGS.init_checkpoint)
+        config_file = _beside_input("bert_config.json") or _beside_input("config.json")
+        if source.config is not None:
+            config = BertConfig.from_dict(source.config, source=FLAGS.init_checkpoint)
+        elif config_file:
+            config = BertConfig.from_json_file(config_file)
+        else:
+            raise ValueError(f"{FLAGS.init_checkpoint}: no config found beside it; pass --bert_config_file")
+    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    names = convert_checkpoint(FLAGS.init_checkpoint, os.path.join(FLAGS.output_dir, "bert_model.ckpt"), config)
+    config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))
+    vocab = FLAGS.vocab_file or _beside_input("vocab.txt")
+    if vocab:
+        shutil.copyfile(vocab, os.path.join(FLAGS.output_dir, "vocab.txt"))
+    logging.info("Converted %d tensors into %s", len(names), FLAGS.output_dir)
+
+
+if __name__ == "__main__":
+    scripting.run(main)

