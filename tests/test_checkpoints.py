@@ -1,0 +1,150 @@
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertConfig, BertEncoder
+from bert_tf.checkpoints import (convert_checkpoint, hf_to_canonical, load_checkpoint, open_checkpoint,
+                                 save_checkpoint)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IDS = {"input_ids": np.array([[101, 7592, 2088, 1010, 2129, 2024, 2017, 102, 0, 0]], np.int32),
+       "input_mask": np.array([[1] * 8 + [0] * 2], np.int32)}
+
+
+@pytest.fixture(scope="module")
+def minilm_config(minilm_dir):
+    return BertConfig.from_json_file(minilm_dir)
+
+
+@pytest.fixture(scope="module")
+def hf_encoder(minilm_dir, minilm_config):
+    encoder = BertEncoder(minilm_config)
+    load_checkpoint(encoder, minilm_dir)
+    return encoder
+
+
+def output(encoder):
+    return encoder(IDS)["sequence_output"].numpy()
+
+
+def test_huggingface_report(minilm_dir, minilm_config):
+    report = load_checkpoint(BertEncoder(minilm_config), f"{minilm_dir}/model.safetensors")
+    assert report.format == "huggingface"
+    assert len(report.mapped) == 5 + 16 * 6 + 2 and report.missing == []
+    assert report.ignored == {"embeddings.position_ids": "buffer (position ids), not a weight"}
+    assert "103 mapped, 1 ignored, 0 missing" in str(report)
+
+
+def test_google_checkpoint_ignores_optimizer_state(google_minilm, minilm_config, hf_encoder):
+    encoder = BertEncoder(minilm_config)
+    report = load_checkpoint(encoder, f"{google_minilm}/bert_model.ckpt")
+    assert report.format == "google" and len(report.mapped) == 103
+    assert sorted(set(report.ignored.values())) == ["optimizer state"]
+    assert len(report.ignored) == 2 * 103 + 1 and "global_step" in report.ignored
+    np.testing.assert_array_equal(output(encoder), output(hf_encoder))
+    # the directory works as well as the prefix
+    assert load_checkpoint(BertEncoder(minilm_config), google_minilm).format == "google"
+
+
+def test_native_round_trip_keeps_pretraining_heads(tmp_path, tiny_config):
+    encoder = BertEncoder(tiny_config)
+    heads = {"cls/predictions/output_bias": np.arange(99, dtype=np.float32),
+             "cls/seq_relationship/output_weights": np.ones((2, 32), np.float32)}
+    weights = {n: v.numpy() for n, v in encoder.checkpoint_variables().items()} | heads
+    save_checkpoint(weights, str(tmp_path / "model.ckpt"), tiny_config)
+    source = open_checkpoint(str(tmp_path))
+    assert source.format == "native" and BertConfig.from_dict(source.config) == tiny_config
+    np.testing.assert_array_equal(source.read("cls/predictions/output_bias"), heads["cls/predictions/output_bias"])
+    restored = BertEncoder(tiny_config)
+    report = load_checkpoint(restored, str(tmp_path / "model.ckpt"))
+    assert report.ignored["cls/seq_relationship/output_weights"] == "not part of this model"
+    for name, variable in restored.checkpoint_variables().items():
+        np.testing.assert_array_equal(variable.numpy(), weights[name])
+    assert sorted(os.listdir(tmp_path)) == ["model.ckpt.data-00000-of-00001", "model.ckpt.index"]
+
+
+def test_convert_script_from_huggingface_and_google(tmp_path, minilm_dir, google_minilm, minilm_config,
+                                                    hf_encoder):
+    for name, source in (("from_hf", minilm_dir), ("from_google", f"{google_minilm}/bert_model.ckpt")):
+        out = tmp_path / name
+        result = subprocess.run([sys.executable, os.path.join(ROOT, "convert_checkpoint.py"),
+                                 f"--init_checkpoint={source}", f"--output_dir={out}"],
+                                capture_output=True, text=True, cwd=ROOT)
+        assert result.returncode == 0, result.stderr
+        assert sorted(os.listdir(out)) == ["bert_config.json", "bert_model.ckpt.data-00000-of-00001",
+                                           "bert_model.ckpt.index", "vocab.txt"]
+        assert BertConfig.from_json_file(out / "bert_config.json") == minilm_config
+        encoder = BertEncoder(minilm_config)
+        assert load_checkpoint(encoder, str(out / "bert_model.ckpt")).format == "native"
+        np.testing.assert_array_equal(output(encoder), output(hf_encoder))
+        names = dict(tf.train.list_variables(str(out / "bert_model.ckpt")))
+        assert list(names["bert/encoder/layer_5/intermediate/dense/kernel"]) == [384, 1536]
+
+
+def test_hf_names_map_to_google_names():
+    assert hf_to_canonical("encoder.layer.11.attention.self.query.weight") == (
+        "bert/encoder/layer_11/attention/self/query/kernel", True)
+    assert hf_to_canonical("bert.encoder.layer.0.output.LayerNorm.weight") == (
+        "bert/encoder/layer_0/output/LayerNorm/gamma", False)
+    assert hf_to_canonical("embeddings.LayerNorm.beta") == ("bert/embeddings/LayerNorm/beta", False)
+    assert hf_to_canonical("bert.embeddings.word_embeddings.weight") == ("bert/embeddings/word_embeddings", False)
+    assert hf_to_canonical("cls.predictions.transform.dense.weight") == (
+        "cls/predictions/transform/dense/kernel", True)
+    assert hf_to_canonical("cls.predictions.transform.LayerNorm.bias") == (
+        "cls/predictions/transform/LayerNorm/beta", False)
+    assert hf_to_canonical("cls.predictions.bias") == ("cls/predictions/output_bias", False)
+    assert hf_to_canonical("cls.seq_relationship.weight") == ("cls/seq_relationship/output_weights", False)
+    assert hf_to_canonical("cls.predictions.decoder.weight")[0] is None
+    assert hf_to_canonical("classifier.weight") == ("classifier.weight", False)
+
+
+# ------------------------------------------------------------------------------------------- bad input
+
+def test_pickles_are_refused_without_being_read(tmp_path, tiny_config):
+    (tmp_path / "pytorch_model.bin").write_bytes(b"\x80\x04not really a pickle")
+    for path in (tmp_path / "pytorch_model.bin", tmp_path):
+        with pytest.raises(ValueError, match="pickled PyTorch weights are refused .* model.safetensors"):
+            load_checkpoint(BertEncoder(tiny_config), str(path))
+
+
+def test_checkpoint_for_a_different_size(minilm_dir, tiny_config, minilm_config):
+    with pytest.raises(ValueError) as error:
+        load_checkpoint(BertEncoder(tiny_config), minilm_dir)
+    message = str(error.value)
+    assert "does not fit this model" in message
+    assert "bert/embeddings/word_embeddings: checkpoint [30522, 384], model [99, 32]" in message
+    fewer_layers = BertConfig(**{**minilm_config.to_dict(), "num_hidden_layers": 4})
+    with pytest.raises(ValueError, match=r"checkpoint tensor\(s\) with no model variable: "
+                                         r"bert/encoder/layer_4/attention/output/LayerNorm/beta \[384\]"):
+        load_checkpoint(BertEncoder(fewer_layers), minilm_dir)
+    more_layers = BertConfig(**{**minilm_config.to_dict(), "num_hidden_layers": 7})
+    with pytest.raises(ValueError, match=r"model variable\(s\) missing from the checkpoint: bert/encoder/layer_6/"):
+        load_checkpoint(BertEncoder(more_layers), minilm_dir)
+
+
+def test_missing_corrupt_and_foreign_checkpoints(tmp_path, tiny_config):
+    encoder = BertEncoder(tiny_config)
+    with pytest.raises(ValueError, match="nope.ckpt: checkpoint not found"):
+        load_checkpoint(encoder, str(tmp_path / "nope.ckpt"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="not a BERT checkpoint"):
+        load_checkpoint(encoder, str(tmp_path / "empty"))
+    (tmp_path / "model.safetensors").write_bytes(b"garbage, not a safetensors header")
+    with pytest.raises(ValueError, match="model.safetensors: not a valid safetensors file"):
+        load_checkpoint(encoder, str(tmp_path / "model.safetensors"))
+    object_based = tf.train.Checkpoint(v=tf.Variable(1.0)).write(str(tmp_path / "obj" / "ckpt"))
+    with pytest.raises(ValueError, match="TF2 object-based checkpoint"):
+        load_checkpoint(encoder, object_based)
+    (tmp_path / "broken.ckpt.index").write_bytes(b"not an index")
+    with pytest.raises(ValueError, match="broken.ckpt: cannot read TensorFlow checkpoint"):
+        load_checkpoint(encoder, str(tmp_path / "broken.ckpt"))
+
+
+def test_failed_conversion_leaves_no_output(tmp_path, minilm_dir, tiny_config):
+    with pytest.raises(ValueError, match="does not fit this model"):
+        convert_checkpoint(minilm_dir, str(tmp_path / "bert_model.ckpt"), tiny_config)
+    assert os.listdir(tmp_path) == []
