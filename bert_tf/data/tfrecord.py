@@ -1,0 +1,36 @@
+"""The pretraining TFRecord format of the original `create_pretraining_data.py` (names, shapes, dtypes).
+
+Records written here train in the original code and the original's records train here.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+INT_FEATURES = ("input_ids", "input_mask", "segment_ids")  # [max_seq_length] int64
+MASKED_LM_INT_FEATURES = ("masked_lm_positions", "masked_lm_ids")  # [max_predictions_per_seq] int64
+MASKED_LM_WEIGHTS = "masked_lm_weights"  # [max_predictions_per_seq] float32
+NEXT_SENTENCE_LABELS = "next_sentence_labels"  # [1] int64: 1 = random next, 0 = actual next
+
+
+def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
+    """The original's `name_to_features` for `tf.io.parse_single_example` / `parse_example`."""
+    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in INT_FEATURES}
+    spec.update({name: tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
+                 for name in MASKED_LM_INT_FEATURES})
+    spec[MASKED_LM_WEIGHTS] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32)
+    spec[NEXT_SENTENCE_LABELS] = tf.io.FixedLenFeature([1], tf.int64)
+    return spec
+
+
+def serialize_pretraining_example(features):
+    """{name: 1-D array-like} with the 7 original features -> serialized tf.train.Example bytes."""
+    def int_feature(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=np.asarray(values, np.int64).tolist()))
+
+    def float_feature(values):
+        return tf.train.Feature(float_list=tf.train.FloatList(value=np.asarray(values, np.float32).tolist()))
+
+    fields = {name: int_feature(features[name])
+              for name in INT_FEATURES + MASKED_LM_INT_FEATURES + (NEXT_SENTENCE_LABELS,)}
+    fields[MASKED_LM_WEIGHTS] = float_feature(features[MASKED_LM_WEIGHTS])
+    return tf.train.Example(features=tf.train.Features(feature=fields)).SerializeToString()
