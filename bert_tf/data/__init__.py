@@ -1,0 +1,1 @@
+"""Input data: packing, TFRecord formats, tf.data pipelines."""
