@@ -96,9 +96,13 @@ BAD_INPUTS = {
     "sequence too long": ({"max_seq_length": "513"}, "max_seq_length=513 must be between 2 and the config's "
                                                      "max_position_embeddings=512"),
     "vocab size": ({"vocab": "short"}, "has 100 tokens but the config says vocab_size=30522"),
-    "missing vocab": ({"vocab_file": "/nonexistent/vocab.txt"}, "/nonexistent/vocab.txt"),
+    "missing vocab": ({"vocab_file": "/nonexistent/vocab.txt"}, "/nonexistent/vocab.txt' does not exist"),
     "pickle": ({"init_checkpoint": "pytorch_model.bin"}, "pickled PyTorch weights are refused"),
     "malformed config": ({"config": '{"vocab_size": 30522,'}, "not a valid JSON config file"),
+    "missing config": ({"bert_config_file": "/nonexistent/bert_config.json"}, "config file not found"),
+    "malformed vocab": ({"vocab": "invalid utf-8"}, "vocab.txt:501: invalid UTF-8"),
+    "missing checkpoint": ({"init_checkpoint": "/nonexistent/bert_model.ckpt"}, "checkpoint not found"),
+    "corrupt checkpoint": ({"init_checkpoint": "corrupt"}, "cannot read TensorFlow checkpoint"),
     "different size": ({"config": "layers4"}, "does not fit this model"),
     "bad layer": ({"layers": "-1,-7"}, "layer -7 does not exist in a 6-layer model"),
 }
@@ -110,15 +114,21 @@ def test_bad_input_gives_one_clear_error_and_no_output(case, google_minilm, tmp_
     overrides = dict(overrides)
     input_file = write(tmp_path / "input.txt", overrides.pop("input", "one line\n\nthree\n" if case == "empty line"
                                                              else "a fine line\n"))
-    if overrides.pop("vocab", None):
-        with open(f"{google_minilm}/vocab.txt", encoding="utf-8") as f:
-            overrides["vocab_file"] = write(tmp_path / "vocab.txt", "".join(f.readlines()[:100]))
+    vocab = overrides.pop("vocab", None)
+    if vocab:
+        with open(f"{google_minilm}/vocab.txt", "rb") as f:
+            lines = f.readlines()
+        lines = lines[:100] if vocab == "short" else lines[:500] + [b"bad\xc3(\n"] + lines[500:]
+        overrides["vocab_file"] = write(tmp_path / "vocab.txt", b"".join(lines))
     config = overrides.pop("config", None)
     if config == "layers4":
         with open(f"{google_minilm}/bert_config.json", encoding="utf-8") as f:
             config = json.dumps({**json.load(f), "num_hidden_layers": 4})
     if config:
         overrides["bert_config_file"] = write(tmp_path / "bert_config.json", config)
+    if overrides.get("init_checkpoint") == "corrupt":
+        write(tmp_path / "bert_model.ckpt.index", b"not a checkpoint index")
+        overrides["init_checkpoint"] = tmp_path / "bert_model.ckpt"
     if overrides.get("init_checkpoint") == "pytorch_model.bin":
         overrides["init_checkpoint"] = write(tmp_path / "pytorch_model.bin", b"\x80\x04")
     output_file = tmp_path / "out.jsonl"

