@@ -15,5 +15,8 @@ setuptools.setup(
         "safetensors",
         "numpy",
     ],
-    extras_require={"test": ["pytest", "pytest-xdist"]},
+    extras_require={
+        "tfds": ["tensorflow-datasets"],
+        "test": ["pytest", "pytest-xdist", "tensorflow-datasets"],
+    },
 )
