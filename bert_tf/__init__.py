@@ -1,7 +1,26 @@
-"""bert_tf: a faithful TensorFlow 2 / Keras 3 port of BERT (Devlin et al. 2019)."""
+"""bert_tf: a faithful TensorFlow 2 / Keras 3 port of BERT (Devlin et al. 2019).
 
-from bert_tf.checkpoints import load_checkpoint, save_checkpoint
-from bert_tf.config import BertConfig
-from bert_tf.modeling.encoder import BertEncoder
+The names below are imported on first use (PEP 562), so pure-Python parts (tokenization, data creation
+workers, `python -m bert_tf.evaluate_squad`) do not pay for importing TensorFlow.
+"""
 
-__all__ = ["BertConfig", "BertEncoder", "load_checkpoint", "save_checkpoint"]
+import importlib
+
+_EXPORTS = {
+    "BertConfig": "bert_tf.config",
+    "BertEncoder": "bert_tf.modeling.encoder",
+    "load_checkpoint": "bert_tf.checkpoints",
+    "save_checkpoint": "bert_tf.checkpoints",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
+def __dir__():
+    return __all__

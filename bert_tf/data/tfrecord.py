@@ -1,10 +1,10 @@
 """The pretraining TFRecord format of the original `create_pretraining_data.py` (names, shapes, dtypes).
 
-Records written here train in the original code and the original's records train here.
+Records written here train in the original code and the original's records train here. TensorFlow is
+imported inside the functions: data-creation worker processes use only the names and stay TF-free.
 """
 
 import numpy as np
-import tensorflow as tf
 
 INT_FEATURES = ("input_ids", "input_mask", "segment_ids")  # [max_seq_length] int64
 MASKED_LM_INT_FEATURES = ("masked_lm_positions", "masked_lm_ids")  # [max_predictions_per_seq] int64
@@ -14,6 +14,8 @@ NEXT_SENTENCE_LABELS = "next_sentence_labels"  # [1] int64: 1 = random next, 0 =
 
 def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
     """The original's `name_to_features` for `tf.io.parse_single_example` / `parse_example`."""
+    import tensorflow as tf
+
     spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in INT_FEATURES}
     spec.update({name: tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
                  for name in MASKED_LM_INT_FEATURES})
@@ -24,6 +26,8 @@ def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
 
 def serialize_pretraining_example(features):
     """{name: 1-D array-like} with the 7 original features -> serialized tf.train.Example bytes."""
+    import tensorflow as tf
+
     def int_feature(values):
         return tf.train.Feature(int64_list=tf.train.Int64List(value=np.asarray(values, np.int64).tolist()))
 

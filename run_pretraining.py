@@ -1,0 +1,247 @@
+"""Masked LM (+ next sentence) pretraining of BERT on TFRecords, on any tf.distribute strategy.
+
+The original's flags and defaults, e.g. the google-research/bert README command runs unchanged:
+
+    python run_pretraining.py --input_file=/tmp/tf_examples.tfrecord --output_dir=/tmp/pretraining_output \
+      --do_train=True --do_eval=True --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+      --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --train_batch_size=32 --max_seq_length=128 \
+      --max_predictions_per_seq=20 --num_train_steps=20 --num_warmup_steps=10 --learning_rate=2e-5
+
+plus `--distribution_strategy`, `--num_gpus`, `--tpu`, `--mixed_precision`, `--use_xla`, `--optimizer`,
+`--num_accumulation_steps`, `--steps_per_loop` (= --iterations_per_loop), `--use_next_sentence_label`,
+`--dynamic_masking`, `--eval_input_file`, `--seed`, `--deterministic`. Rerunning a killed command resumes
+from its last checkpoint in --output_dir. Phase 2 of the two-phase recipe: a new --output_dir,
+`--init_checkpoint=<phase 1 output_dir> --max_seq_length=512 --max_predictions_per_seq=80`.
+"""
+
+import os
+
+import keras
+import tensorflow as tf
+from absl import flags, logging
+
+from bert_tf import BertConfig, scripting
+from bert_tf.checkpoints import load_checkpoint
+from bert_tf.data import pipeline, tfrecord
+from bert_tf.data.masking import MaskingConfig
+from bert_tf.modeling.models import BertPretrainer
+from bert_tf.tokenization import load_vocab
+from bert_tf.training import distribute, loop, optimization
+
+FLAGS = flags.FLAGS
+# The original's flags, with its defaults.
+flags.DEFINE_string("bert_config_file", None, "bert_config.json (Google) or config.json (HuggingFace) of the model.")
+flags.DEFINE_string("input_file", None, "Input TF example files (can be a glob or comma separated).")
+flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")
+flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (Google, bert_tf or HuggingFace; a directory "
+                    "holding one, e.g. the output_dir of a previous phase). Pretraining heads (cls/...) are "
+                    "loaded when present, new ones start from scratch.")
+flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the records. Must match data generation.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked LM predictions per sequence. Must match data "
+                     "generation (or, with --dynamic_masking, the most to mask).")
+flags.DEFINE_bool("do_train", False, "Whether to run training.")
+flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set (with --do_train also before training "
+                  "and at every checkpoint).")
+flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training (all replicas, all accumulation steps).")
+flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
+flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate.")
+flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps (optimizer updates).")
+flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
+flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per tf.function call, and how often to log progress.")
+flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
+flags.DEFINE_bool("use_tpu", False, "Train on TPU (same as --distribution_strategy=tpu).")
+flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use: its name or a grpc://ip.address.of.tpu:8470 url.")
+flags.DEFINE_string("tpu_zone", None, "[Optional] GCE zone of the Cloud TPU.")
+flags.DEFINE_string("gcp_project", None, "[Optional] GCP project of the Cloud TPU.")
+flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL (a TPU address, if --tpu_name is unset).")
+flags.DEFINE_integer("num_tpu_cores", 8, "Only used if `use_tpu` is True: the TPU cores expected (a warning if "
+                     "the TPU has another number).")
+# New flags.
+flags.DEFINE_alias("steps_per_loop", "iterations_per_loop")
+flags.DEFINE_alias("tpu", "tpu_name")
+flags.DEFINE_enum("distribution_strategy", "one_device", distribute.STRATEGIES, "tf.distribute strategy; "
+                  "multi_worker_mirrored reads the cluster from TF_CONFIG.")
+flags.DEFINE_integer("num_gpus", None, "GPUs to use with --distribution_strategy=mirrored (default: all).")
+flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16"], "Compute dtype of the "
+                  "matmuls (variables, LayerNorm and softmax stay float32); float16 uses dynamic loss scaling.")
+flags.DEFINE_bool("use_xla", None, "Compile the training step with XLA (default: on GPU and TPU, off on CPU, "
+                  "where it is slower).")
+flags.DEFINE_enum("optimizer", "adam_weight_decay", optimization.OPTIMIZERS, "adam_weight_decay: the "
+                  "original's (no bias correction); adamw: Keras AdamW; lamb: LAMB (large batches).")
+flags.DEFINE_float("lr_decay_power", 1.0, "Power of the polynomial learning-rate decay (1.0: linear, the original).")
+flags.DEFINE_integer("num_accumulation_steps", 1, "Micro-batches per optimizer step (train_batch_size is split).")
+flags.DEFINE_bool("use_next_sentence_label", True, "Train the next sentence prediction head (False: MLM only).")
+flags.DEFINE_bool("dynamic_masking", False, "Records are unmasked (create_pretraining_data --dynamic_masking): "
+                  "mask them anew each time they are read. Needs --vocab_file.")
+flags.DEFINE_string("vocab_file", None, "vocab.txt of the model: checked against the config's vocab_size; "
+                    "needed by --dynamic_masking.")
+flags.DEFINE_float("masked_lm_prob", 0.15, "With --dynamic_masking: fraction of tokens to mask.")
+flags.DEFINE_bool("do_whole_word_mask", False, "With --dynamic_masking: mask whole words.")
+flags.DEFINE_string("eval_input_file", None, "Eval TF example files (glob or comma separated); default: "
+                    "--input_file, as the original.")
+flags.DEFINE_integer("seed", None, "Seed of the initialisation, dropout and input order (needed for "
+                     "reproducible runs; a resumed run continues exactly with or without it).")
+flags.DEFINE_bool("deterministic", False, "Deterministic ops (tf.config.experimental.enable_op_determinism): "
+                  "with --seed, reruns and resumed runs give bit-identical results. Slower.")
+for _name in ("input_file", "bert_config_file", "output_dir"):
+    flags.mark_flag_as_required(_name)
+
+
+def check_records(files, config, masked):
+    """ValueError, before any training, if the first records of `files` do not fit the flags or the config."""
+    records = list(tf.data.TFRecordDataset(files[:1]).take(100).as_numpy_iterator())
+    if not records:
+        raise ValueError(f"{files[0]}: no records")
+    max_id = 0
+    for record in records:
+        features = tf.train.Example.FromString(record).features.feature
+        if "input_ids" not in features:
+            raise ValueError(f"{files[0]}: not pretraining records (features {sorted(features)})")
+        lengths = {"input_ids": FLAGS.max_seq_length}
+        if masked:
+            lengths[tfrecord.MASKED_LM_INT_FEATURES[0]] = FLAGS.max_predictions_per_seq
+        for name, expected in lengths.items():
+            if name not in features:
+                raise ValueError(f"{files[0]}: records have no {name}; they are unmasked records "
+                                 "(create_pretraining_data --dynamic_masking): pass --dynamic_masking")
+            found = len(features[name].int64_list.value)
+            if found != expected:
+                flag = "max_seq_length" if name == "input_ids" else "max_predictions_per_seq"
+                raise ValueError(f"{files[0]}: records have {name} of length {found} but --{flag}={expected}; "
+                                 "pass the value the data was created with")
+        if not masked and tfrecord.MASKED_LM_INT_FEATURES[0] in features:
+            raise ValueError(f"{files[0]}: records are already masked; drop --dynamic_masking")
+        max_id = max(max_id, max(features["input_ids"].int64_list.value))
+    if max_id >= config.vocab_size:
+        raise ValueError(f"{files[0]}: token id {max_id} but the config's vocab_size={config.vocab_size}; the "
+                         "records were made with another vocab")
+
+
+def check_output_dir(output_dir):
+    """OSError now, rather than at the first checkpoint, if `output_dir` cannot be written."""
+    os.makedirs(output_dir, exist_ok=True)
+    probe = os.path.join(output_dir, f".write_test_{os.getpid()}")
+    with open(probe, "w", encoding="utf-8") as f:
+        f.write("ok")
+    os.remove(probe)
+
+
+def masking_config(config):
+    if not FLAGS.dynamic_masking:
+        return None
+    if not FLAGS.vocab_file:
+        raise ValueError("--dynamic_masking needs --vocab_file (the ids of [MASK], [CLS], [SEP])")
+    return MaskingConfig.from_vocab(load_vocab(FLAGS.vocab_file), FLAGS.masked_lm_prob,
+                                    FLAGS.max_predictions_per_seq, FLAGS.do_whole_word_mask, FLAGS.vocab_file)
+
+
+def create_strategy():
+    name = "tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy
+    strategy = distribute.create_strategy(name, FLAGS.num_gpus, FLAGS.tpu_name or FLAGS.master, FLAGS.tpu_zone,
+                                          FLAGS.gcp_project)
+    if name == "tpu" and strategy.num_replicas_in_sync != FLAGS.num_tpu_cores:
+        logging.warning("--num_tpu_cores=%d but the TPU has %d cores; using %d", FLAGS.num_tpu_cores,
+                        strategy.num_replicas_in_sync, strategy.num_replicas_in_sync)
+    return strategy
+
+
+def write_eval_results(results, output_dir):
+    """eval_results.txt as the original: `key = value` lines, sorted."""
+    with open(os.path.join(output_dir, "eval_results.txt"), "w", encoding="utf-8") as writer:
+        logging.info("***** Eval results *****")
+        for key in sorted(results):
+            logging.info("  %s = %s", key, results[key])
+            writer.write(f"{key} = {results[key]}\n")
+
+
+def main(_):
+    logging.set_verbosity(logging.INFO)
+    if not FLAGS.do_train and not FLAGS.do_eval:
+        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+    strategy = create_strategy()  # first: a multi-worker strategy must be created before TensorFlow starts
+    config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    config.check_seq_length(FLAGS.max_seq_length)
+    if not 1 <= FLAGS.max_predictions_per_seq <= FLAGS.max_seq_length:
+        raise ValueError(f"max_predictions_per_seq={FLAGS.max_predictions_per_seq} must be between 1 and "
+                         f"max_seq_length={FLAGS.max_seq_length}")
+    if FLAGS.vocab_file:
+        config.check_vocab_size(len(load_vocab(FLAGS.vocab_file)), FLAGS.vocab_file)
+    masking = masking_config(config)
+    train_files = pipeline.expand_record_patterns(FLAGS.input_file)
+    eval_files = pipeline.expand_record_patterns(FLAGS.eval_input_file or FLAGS.input_file)
+    for files in (train_files, eval_files) if FLAGS.do_eval else (train_files,):
+        check_records(files, config, masked=masking is None)
+    workers, replicas = distribute.num_workers(strategy), strategy.num_replicas_in_sync
+    if FLAGS.do_eval and FLAGS.eval_batch_size % replicas:
+        raise ValueError(f"eval_batch_size={FLAGS.eval_batch_size} is not a multiple of {replicas} replica(s)")
+    check_output_dir(FLAGS.output_dir)
+
+    if FLAGS.seed is not None:
+        keras.utils.set_random_seed(FLAGS.seed)
+    if FLAGS.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    policy = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}[FLAGS.mixed_precision]
+    keras.mixed_precision.set_global_policy(policy)
+    use_xla = FLAGS.use_xla
+    if use_xla is None:
+        use_xla = bool(tf.config.list_physical_devices("GPU")) or FLAGS.use_tpu or FLAGS.distribution_strategy == "tpu"
+    with strategy.scope():
+        model = BertPretrainer(config, use_next_sentence_label=FLAGS.use_next_sentence_label)
+        model.build()
+        if FLAGS.init_checkpoint:
+            load_checkpoint(model, FLAGS.init_checkpoint)
+        optimizer = optimization.create_optimizer(
+            FLAGS.optimizer, FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
+            model.trainable_variables, decay_power=FLAGS.lr_decay_power, loss_scaling=policy == "mixed_float16")
+    trainer = loop.Trainer(strategy, model, optimizer, FLAGS.train_batch_size, FLAGS.num_accumulation_steps,
+                           use_xla=use_xla, flops_per_example=loop.training_flops_per_example(
+                               config, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq))
+    if trainer.is_chief:
+        config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))
+    logging.info("Training with %s on %d replica(s), %d worker(s); XLA %s; batch %d = %d micro-batch(es) of %d",
+                 policy, replicas, workers, "on" if use_xla else "off", FLAGS.train_batch_size,
+                 FLAGS.num_accumulation_steps, FLAGS.train_batch_size // FLAGS.num_accumulation_steps)
+
+    def train_dataset(input_context, batch_size):
+        return pipeline.pretraining_dataset(
+            train_files, batch_size, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, is_training=True,
+            input_context=input_context, dynamic_masking=masking, seed=FLAGS.seed)
+
+    def evaluate():
+        # As the original: the eval records in order, repeated, max_eval_steps full batches.
+        batch_size = FLAGS.eval_batch_size // workers
+        dataset = pipeline.pretraining_dataset(
+            eval_files, batch_size, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, is_training=False,
+            input_context=trainer.input_context(), dynamic_masking=masking, seed=FLAGS.seed)
+        dataset = dataset.unbatch().repeat().batch(batch_size, drop_remainder=True)
+        return trainer.evaluate(dataset, FLAGS.max_eval_steps, FLAGS.output_dir)
+
+    def evaluate_before_the_end(step):
+        if step < FLAGS.num_train_steps:  # the final evaluation follows training
+            evaluate()
+
+    if FLAGS.do_train:
+        if FLAGS.do_eval and not tf.train.latest_checkpoint(os.path.join(FLAGS.output_dir, loop.STATE_DIR)):
+            evaluate()  # the starting point of the eval curve
+        logging.info("***** Running training *****")
+        trainer.train(train_dataset, FLAGS.output_dir, FLAGS.num_train_steps, FLAGS.iterations_per_loop,
+                      FLAGS.save_checkpoints_steps, evaluate_before_the_end if FLAGS.do_eval else None)
+    if FLAGS.do_eval:
+        logging.info("***** Running evaluation *****")
+        global_step = trainer.step
+        if not FLAGS.do_train:
+            latest = tf.train.latest_checkpoint(FLAGS.output_dir)
+            if latest:
+                load_checkpoint(model, latest)
+                global_step = int(latest.rsplit("-", 1)[1])
+            elif not FLAGS.init_checkpoint:
+                raise ValueError(f"nothing to evaluate: no checkpoint in {FLAGS.output_dir} and no --init_checkpoint")
+        results = evaluate()
+        results["global_step"] = global_step
+        if trainer.is_chief:
+            write_eval_results(results, FLAGS.output_dir)
+
+
+if __name__ == "__main__":
+    scripting.run(main)

