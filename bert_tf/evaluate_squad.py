@@ -197,7 +197,7 @@ def main(argv=None):
     except (ValueError, OSError) as e:
         sys.stderr.write(f"Error: {e}\n")
         return 1
-    print(json.dumps(results, indent=2) if "exact" in results else json.dumps(results))
+    sys.stdout.write((json.dumps(results, indent=2) if "exact" in results else json.dumps(results)) + "\n")
     return 0
 
 
