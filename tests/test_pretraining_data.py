@@ -260,7 +260,8 @@ def test_script_writes_shards_the_original_spec_parses(script_output, tokenizer)
     real = weights > 0
     labels = features["masked_lm_ids"]
     assert not np.isin(labels[real], [0, 101, 102]).any()  # [CLS]/[SEP] never masked
-    assert (positions[real] > 0).all() and (positions[real] < np.broadcast_to(lengths[:, None], positions.shape)[real]).all()
+    assert (positions[real] > 0).all()
+    assert (positions[real] < np.broadcast_to(lengths[:, None], positions.shape)[real]).all()
     assert (np.diff(np.where(real, positions, 1000 + np.arange(20)), axis=1) > 0).all()  # sorted, padding last
     assert (positions[~real] == 0).all() and (labels[~real] == 0).all()
     at_positions = np.take_along_axis(ids, positions, axis=1)[real]
@@ -333,6 +334,15 @@ def test_record_statistics_agree_with_the_summary(corpus, tokenizer, tmp_path):
     assert abs(from_records.kept - stats.kept) <= stats.masked // 1000 + 2  # a random id may equal the label
 
 
+def test_workers_started_from_a_tensorflow_process(corpus, tokenizer, tmp_path):
+    """This process has imported TensorFlow, so the workers are spawned, not forked; same output."""
+    options = InstanceOptions(64, 0.1, 1, 4, masking_config(tokenizer, max_predictions=10))
+    outputs = [str(tmp_path / "one"), str(tmp_path / "two")]
+    for workers, output in zip((1, 2), outputs):
+        pretraining_job.create_pretraining_data([corpus], [output], tokenizer, options, num_workers=workers)
+    assert open(outputs[0], "rb").read() == open(outputs[1], "rb").read()
+
+
 def test_dynamic_masking_writes_unmasked_instances(corpus, tokenizer, tmp_path):
     output = str(tmp_path / "unmasked.tfrecord")
     options = InstanceOptions(128, 0.1, 1, 3, None)
@@ -381,7 +391,8 @@ def test_script_reports_errors_in_one_line(tmp_path, minilm_dir):
     result = run_script(f"--input_file={tmp_path}/missing*.txt", f"--output_file={tmp_path}/out",
                         f"--vocab_file={minilm_dir}/vocab.txt")
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1] == f"Error: input file pattern '{tmp_path}/missing*.txt' matches no file"
+    expected = f"Error: input file pattern '{tmp_path}/missing*.txt' matches no file"
+    assert result.stderr.strip().splitlines()[-1] == expected
     with pytest.raises(ValueError, match="num_output_shards"):
         pretraining_job.output_files_from_flag(str(tmp_path / "out-{shard}"))
     with pytest.raises(ValueError, match="does not exist"):

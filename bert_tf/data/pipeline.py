@@ -54,8 +54,9 @@ def pretraining_dataset(input_patterns, batch_size, max_seq_length, max_predicti
       is_training: bool.
       input_context: `tf.distribute.InputContext` or None. With N input pipelines, pipeline i reads files
         i, i + N, ... when there are at least N files, else every N-th record.
-      dynamic_masking: None for records with masks (7 features), or a `MaskingConfig` for unmasked records
-        (4 features), masked here anew each time a record is read.
+      dynamic_masking: None for records with masks (7 features), or a `MaskingConfig` (with the same
+        max_predictions_per_seq) for unmasked records (4 features), masked here anew each time a record is
+        read.
       seed: int or None; with an int, file order, shuffling and dynamic masks are reproducible.
       shuffle_buffer_size: records in the training shuffle buffer.
       cycle_length: files read at once in training.
@@ -65,6 +66,9 @@ def pretraining_dataset(input_patterns, batch_size, max_seq_length, max_predicti
       masked_lm_positions, masked_lm_ids int32 and masked_lm_weights float32 [B, max_predictions_per_seq];
       next_sentence_labels int32 [B, 1] (1 = random next).
     """
+    if dynamic_masking is not None and dynamic_masking.max_predictions_per_seq != max_predictions_per_seq:
+        raise ValueError(f"max_predictions_per_seq={max_predictions_per_seq} but the masking config has "
+                         f"{dynamic_masking.max_predictions_per_seq}")
     files = expand_record_patterns(input_patterns)
     dataset = tf.data.Dataset.from_tensor_slices(files)
     num_pipelines, pipeline_id = 1, 0
@@ -98,7 +102,7 @@ def pretraining_dataset(input_patterns, batch_size, max_seq_length, max_predicti
 
     dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
     if dynamic_masking is not None:
-        mask = dynamic_masking_fn(dynamic_masking, max_predictions_per_seq)
+        mask = dynamic_masking_fn(dynamic_masking)
         base_seed = tf.constant([random.getrandbits(31) if seed is None else seed, pipeline_id], tf.int64)
         dataset = dataset.enumerate().map(
             lambda index, features: mask(features, tf.random.experimental.stateless_fold_in(base_seed, index)),
@@ -106,7 +110,7 @@ def pretraining_dataset(input_patterns, batch_size, max_seq_length, max_predicti
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def dynamic_masking_fn(config, max_predictions_per_seq):
+def dynamic_masking_fn(config):
     """Returns `mask(features, seed)` that masks a batch of unmasked features in the graph.
 
     The original's rules (see `bert_tf.data.masking`): `num_to_predict = min(P, max(1, round(n * prob)))`
@@ -115,8 +119,7 @@ def dynamic_masking_fn(config, max_predictions_per_seq):
     token 80% [MASK], 10% a random id in [0, vocab_size), 10% kept; positions sorted, padded with 0.
 
     Args:
-      config: `MaskingConfig`.
-      max_predictions_per_seq: P, the padded number of predictions.
+      config: `MaskingConfig`; P = config.max_predictions_per_seq, the padded number of predictions.
 
     `mask(features, seed)`: features has input_ids, input_mask (int32 [B, T]) and more; seed an int64 [2]
     tensor (stateless random ops). Returns the features with input_ids masked and masked_lm_positions,
@@ -125,6 +128,8 @@ def dynamic_masking_fn(config, max_predictions_per_seq):
     continuation = tf.constant(
         np.frombuffer(config.continuation, np.uint8).astype(bool) if config.continuation is not None
         else np.zeros([config.vocab_size], bool))
+
+    max_predictions_per_seq = config.max_predictions_per_seq
 
     def mask(features, seed):
         ids, input_mask = features["input_ids"], features["input_mask"]

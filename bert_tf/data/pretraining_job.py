@@ -9,9 +9,9 @@ memory, shuffles them all and writes them from one process. Here memory stays bo
    `TASK_MIN_DOCUMENTS` documents. A task is the original algorithm on those documents: `dupe_factor`
    rounds of instances whose random next segments come from the task's documents, masked, shuffled
    (`InstanceMaker.process_task`, with a generator seeded by the random seed and the task index).
-3. Worker processes (fork; pure Python and NumPy, no TensorFlow calls) run tasks, at most 2 per worker
-   in flight, and return finished TFRecord file content (`record_framing`); the main process appends it
-   in task order to the output files, each under a temporary name renamed when all is written. Records
+3. Worker processes (pure Python and NumPy: no TensorFlow) run tasks, at most 2 per worker in flight,
+   and write finished TFRecord file content (`record_framing`) to a spill file per task; the main process
+   appends it in task order to the output files (a copy inside the kernel), each under a temporary name renamed when all is written. Records
    are spread round-robin over the output files (as in the original).
 
 So the output depends on the seed, the flags and the corpus, not on the number of workers. Statistics
@@ -21,10 +21,12 @@ within a task, so copies of a document (dupe_factor) stay within one task's reco
 """
 
 import collections
+import glob
 import multiprocessing
 import os
 import random
 import signal
+import sys
 import time
 
 from absl import logging
@@ -113,12 +115,27 @@ class ShardWriter:
         self.output_files = list(output_files)
         self._files = []
         for path in self.output_files:
-            self._files.append(open(path + TEMPORARY_SUFFIX, "wb"))
+            self._files.append(open(path + TEMPORARY_SUFFIX, "wb", buffering=0))
 
     def write(self, contents):
         """contents: list of bytes, one per output file."""
         for file, content in zip(self._files, contents):
             file.write(content)
+
+    def append_spill(self, path, sizes):
+        """Appends the content of a spill file (the content for each output file, one after the other,
+        `sizes` bytes each) and deletes it. The copy stays in the kernel (`os.copy_file_range`)."""
+        with open(path, "rb", buffering=0) as spill:
+            for file, size in zip(self._files, sizes):
+                while size:
+                    try:
+                        copied = os.copy_file_range(spill.fileno(), file.fileno(), size)
+                    except OSError:  # e.g. an old kernel or another file system: copy through memory
+                        copied = file.write(spill.read(min(size, 1 << 24)))
+                    if not copied:
+                        raise OSError(f"{path}: {size} bytes missing")
+                    size -= copied
+        os.remove(path)
 
     def commit(self):
         for file, path in zip(self._files, self.output_files):
@@ -161,33 +178,58 @@ class TaskRunner:
 
 
 _WORKER_RUNNER = None
+_WORKER_SPILL_PREFIX = None
 
 
-def _init_worker(runner):
-    global _WORKER_RUNNER
-    _WORKER_RUNNER = runner
+def _init_worker(runner, spill_prefix):
+    global _WORKER_RUNNER, _WORKER_SPILL_PREFIX
+    _WORKER_RUNNER, _WORKER_SPILL_PREFIX = runner, spill_prefix
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
 
 
 def _run_task(task_index, documents):
-    return _WORKER_RUNNER(task_index, documents)
+    """Runs a task in a worker; its output goes to a spill file (cheaper than sending it through a pipe).
+    Returns (spill path, bytes per output file, `PretrainingStats`)."""
+    contents, stats = _WORKER_RUNNER(task_index, documents)
+    path = f"{_WORKER_SPILL_PREFIX}{task_index}"
+    with open(path, "wb", buffering=0) as f:
+        for content in contents:
+            f.write(content)
+    return path, [len(content) for content in contents], stats
 
 
-def _task_results(runner, tasks, pool, num_workers):
-    """Yields (task, (contents, stats)) in task order; at most 2 tasks per worker in flight."""
+def _spill_prefix(output_files):
+    return output_files[0] + TEMPORARY_SUFFIX + ".task"
+
+
+def _remove_spills(output_files):
+    for path in glob.glob(glob.escape(_spill_prefix(output_files)) + "*"):
+        os.remove(path)
+
+
+def _task_results(runner, tasks, pool, num_workers, writer):
+    """Runs the tasks and appends their output to `writer` in task order; yields each task and its
+    `PretrainingStats`. At most 2 tasks per worker are in flight."""
     if pool is None:
         for index, task in enumerate(tasks):
-            yield task, runner(index, [document.lines for document in task])
+            contents, stats = runner(index, [document.lines for document in task])
+            writer.write(contents)
+            yield task, stats
         return
     pending = collections.deque()
+
+    def finish():
+        task, result = pending.popleft()
+        path, sizes, stats = result.get()
+        writer.append_spill(path, sizes)
+        return task, stats
+
     for index, task in enumerate(tasks):
         pending.append((task, pool.apply_async(_run_task, (index, [document.lines for document in task]))))
         if len(pending) >= 2 * num_workers:
-            task, result = pending.popleft()
-            yield task, result.get()
+            yield finish()
     while pending:
-        task, result = pending.popleft()
-        yield task, result.get()
+        yield finish()
 
 
 class Progress:
@@ -247,11 +289,14 @@ def create_pretraining_data(input_files, output_files, tokenizer, options, num_w
                  progress.total_bytes / 1e6, num_workers, len(output_files))
     pool = None
     if num_workers > 1:
-        pool = multiprocessing.get_context("fork").Pool(num_workers, _init_worker, (runner,))
+        # Forking is fast, but forking a process that has imported TensorFlow can hang the workers (locks
+        # held by its threads); such a caller gets fresh ("spawn") worker processes instead.
+        method = "spawn" if "tensorflow" in sys.modules else "fork"
+        pool = multiprocessing.get_context(method).Pool(num_workers, _init_worker,
+                                                        (runner, _spill_prefix(output_files)))
     try:
         with ShardWriter(output_files) as writer:
-            for task, (contents, task_stats) in _task_results(runner, tasks, pool, num_workers):
-                writer.write(contents)
+            for task, task_stats in _task_results(runner, tasks, pool, num_workers, writer):
                 stats += task_stats
                 progress.update(sum(document.num_bytes for document in task), stats)
             if stats.documents < 2:
@@ -262,6 +307,7 @@ def create_pretraining_data(input_files, output_files, tokenizer, options, num_w
         if pool is not None:
             pool.terminate()
             pool.join()
+            _remove_spills(output_files)
     return stats, reader
 
 
