@@ -23,6 +23,7 @@ from absl import flags, logging
 import finetuning_flags
 from bert_tf import conlleval, scripting
 from bert_tf.data import tagging
+from bert_tf import finetuning
 from bert_tf.finetuning import softmax_cross_entropy
 from bert_tf.modeling.token_classifier import BertTokenClassifier
 
@@ -65,6 +66,7 @@ def main(_):
     train = read(FLAGS.train_file)
     labels = tagging.label_list(train)
     logging.info("%d labels from %s: %s", len(labels), FLAGS.train_file, " ".join(labels))
+    finetuning.write_labels(FLAGS.output_dir, labels)
     tuner = finetuning_flags.create_finetuner(strategy, lambda: BertTokenClassifier(config, len(labels)))
     if FLAGS.do_train:
         features, _ = tagging.convert_sentences(train, labels, FLAGS.max_seq_length, tokenizer)

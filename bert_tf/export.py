@@ -17,12 +17,16 @@ tokenize in the graph with `bert_tf.text.BertTokenizer` (FullTokenizer's ids) an
 `BertPacker` (the original's truncation); strings that are not valid UTF-8 fail the request with an
 InvalidArgumentError naming the rows, and so do out-of-range ids, masks or segment ids.
 
-A model plugs in through an adapter: an object with `model` (the Keras model, whose variables are saved and
-whose `config` is a BertConfig) and `outputs(inputs)` mapping the dict of int32 [B, T] model inputs to a
-dict of named tensors with the batch first (float outputs in float32). `EncoderAdapter` and
-`PretrainerAdapter` are here; a task model adds its own (classifier: logits, probabilities and label strings
-from a constant label table; NER: per-token tag strings; SQuAD: start/end logits, and answer text, which
-needs its own text signature over `question` + `context` and so extends `ServingModule`).
+A model plugs in through an adapter, a `ServingAdapter`: `model` (the Keras model, whose variables are
+saved and whose `config` is a BertConfig) and `outputs(inputs)` mapping the dict of int32 [B, T] model
+inputs to a dict of named tensors with the batch first (float outputs in float32). `EncoderAdapter` and
+`PretrainerAdapter` are here, the task models' adapters in `bert_tf/export_tasks.py`. An adapter may add a
+signature for one of TF Serving's classify / regress APIs (`serving_api`: its name and method name; inputs
+`inputs`, serialized tf.Example as for serve_examples; outputs `api_outputs(outputs)`), and may serve with a
+`ServingModule` subclass of its own (`serving_module`: SQuAD's text signatures take `question` + `context`).
+TF2's `tf.saved_model.save` writes every signature with the predict method name; `export_serving` then
+rewrites that signature's method name in saved_model.pb (`MethodNameUpdater`, the fingerprint rewritten to
+match), since TF Serving's Classify and Regress refuse any other.
 
 TF-Hub-style pair (`export_hub`): `export_dir/preprocessor` maps text to the encoder inputs, and
 `export_dir/encoder` follows the Reusable SavedModel conventions of `hub.KerasLayer`: `obj(inputs,
@@ -54,13 +58,32 @@ def _float32(outputs):
             for name, value in outputs.items()}
 
 
-class EncoderAdapter:
+class ServingAdapter:
+    """Base of the adapters (see the module doc): `model`, `outputs(inputs)`, and optionally `serving_api`
+    (None, or (signature name, method name) of a TF Serving classify / regress signature) with
+    `api_outputs(outputs)`; `serving_module(tokenizer, seq_length)` builds the SavedModel root."""
+
+    serving_api = None
+
+    def __init__(self, model):
+        self.model = model
+
+    def outputs(self, inputs):
+        """dict of int32 [B, T] model inputs -> dict of named outputs, batch first."""
+        raise NotImplementedError
+
+    def api_outputs(self, outputs):
+        """`outputs(inputs)` -> the outputs of the `serving_api` signature, under TF Serving's names."""
+        raise NotImplementedError
+
+    def serving_module(self, tokenizer, seq_length):
+        return ServingModule(self, tokenizer, seq_length)
+
+
+class EncoderAdapter(ServingAdapter):
     """Serving outputs of a `BertEncoder`: `pooled_output` float32 [B, H], `sequence_output` [B, T, H],
     `encoder_outputs` [B, L, T, H] (every layer's output, stacked after the batch axis so that TF Serving
     can batch it)."""
-
-    def __init__(self, encoder):
-        self.model = encoder
 
     def outputs(self, inputs):
         encoded = self.model(inputs, training=False)
@@ -69,13 +92,10 @@ class EncoderAdapter:
                          "encoder_outputs": tf.stack(encoded["encoder_outputs"], axis=1)})
 
 
-class PretrainerAdapter:
+class PretrainerAdapter(ServingAdapter):
     """Serving outputs of a `BertPretrainer`: `masked_lm_logits` float32 [B, T, V] at every position (put
     [MASK] = 103 ids in `input_ids` to fill them in; raw text cannot, since typed "[MASK]" is split like any
     text) and, with NSP, `next_sentence_logits` [B, 2] (index 0: B follows A)."""
-
-    def __init__(self, pretrainer):
-        self.model = pretrainer
 
     def outputs(self, inputs):
         positions = tf.broadcast_to(tf.range(tf.shape(inputs["input_ids"])[1]), tf.shape(inputs["input_ids"]))
@@ -177,10 +197,12 @@ def _text_specs(*names):
 # --------------------------------------------------------------------------------------- serving model
 
 class ServingModule(tf.Module):
-    """The serving SavedModel's root: the model's variables and the four signatures (see the module doc).
+    """The serving SavedModel's root: the model's variables and the signatures of the module doc:
+    `serving_default`, the raw-text ones, `serve_examples` and the adapter's `serving_api` signature if it
+    has one. A subclass changes the raw-text inputs by overriding `_text_functions` and `_pack_examples`.
 
     Args:
-      adapter: `EncoderAdapter`, `PretrainerAdapter` or a task model's adapter.
+      adapter: a `ServingAdapter` (`EncoderAdapter`, `PretrainerAdapter` or a task model's adapter).
       tokenizer: a `BertTokenizer` with the model's vocab and casing.
       seq_length: T of every signature.
     """
@@ -193,13 +215,30 @@ class ServingModule(tf.Module):
         self.preprocessor = TextPreprocessor(tokenizer, seq_length)
         self._adapter = adapter
         self.serve = tf.function(self._serve, input_signature=_model_input_specs(seq_length))
-        self.serve_text = tf.function(self._serve_text, input_signature=_text_specs(TEXT_A))
-        self.serve_text_pair = tf.function(self._serve_text_pair, input_signature=_text_specs(TEXT_A, TEXT_B))
         self.serve_examples = tf.function(self._serve_examples, input_signature=_text_specs(EXAMPLES_INPUT))
+        signatures = {"serving_default": self.serve, **self._text_functions(), "serve_examples": self.serve_examples}
+        if adapter.serving_api is not None:
+            self.serve_api = tf.function(self._serve_api, input_signature=_text_specs(EXAMPLES_INPUT))
+            signatures[adapter.serving_api[0]] = self.serve_api
+        self._signature_functions = signatures
 
     def signatures(self):
-        return {"serving_default": self.serve, "serve_text": self.serve_text,
-                "serve_text_pair": self.serve_text_pair, "serve_examples": self.serve_examples}
+        """{signature name: tf.function} of the SavedModel."""
+        return dict(self._signature_functions)
+
+    def method_names(self):
+        """{signature name: method name} of the signatures that are not predict ones (the serving_api)."""
+        return dict([self._adapter.serving_api]) if self._adapter.serving_api is not None else {}
+
+    def _text_functions(self):
+        """Creates the raw-text functions (attributes of the root); returns them by signature name."""
+        self.serve_text = tf.function(self._serve_text, input_signature=_text_specs(TEXT_A))
+        self.serve_text_pair = tf.function(self._serve_text_pair, input_signature=_text_specs(TEXT_A, TEXT_B))
+        return {"serve_text": self.serve_text, "serve_text_pair": self.serve_text_pair}
+
+    def _pack_examples(self, serialized):
+        """Serialized tf.train.Example [B] -> dict of int32 [B, T] model inputs."""
+        return self.preprocessor.pack_examples(serialized)
 
     def _outputs(self, inputs):
         return self._adapter.outputs(_check_inputs(inputs, self.model.config))
@@ -217,7 +256,10 @@ class ServingModule(tf.Module):
         return self._outputs_with_inputs(self.preprocessor.pack_texts(text_a=text_a, text_b=text_b))
 
     def _serve_examples(self, inputs):
-        return self._outputs_with_inputs(self.preprocessor.pack_examples(inputs))
+        return self._outputs_with_inputs(self._pack_examples(inputs))
+
+    def _serve_api(self, inputs):
+        return self._adapter.api_outputs(self._outputs(self._pack_examples(inputs)))
 
 
 # ------------------------------------------------------------------------------------ TF-Hub-style pair
@@ -294,9 +336,10 @@ class HubEncoder(tf.__internal__.tracking.AutoTrackable):
 
 # ---------------------------------------------------------------------------------------------- writing
 
-def _save_atomically(root, path):
+def _save_atomically(root, path, method_names=None):
     """tf.saved_model.save(root) into a temporary sibling of `path`, renamed to `path` once complete (a
-    reader never sees a partial SavedModel); OSError if `path` exists (rename refuses a non-empty target)."""
+    reader never sees a partial SavedModel); OSError if `path` exists (rename refuses a non-empty target).
+    `method_names`: {signature name: method name} to write over the predict method name of those signatures."""
     parent, name = os.path.split(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     if os.path.exists(path):
@@ -305,11 +348,24 @@ def _save_atomically(root, path):
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tf.saved_model.save(root, tmp, signatures=root.signatures())
+        if method_names:
+            _set_method_names(tmp, method_names)
         os.rename(tmp, path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     logging.info("Exported %s to %s", type(root).__name__, path)
     return path
+
+
+def _set_method_names(saved_model_dir, method_names):
+    """Rewrites the method name of signatures in `saved_model_dir`/saved_model.pb ({name: method name}),
+    then its fingerprint.pb, which hashes the signatures (TF has no public API for either in TF2)."""
+    updater = tf.compat.v1.saved_model.signature_def_utils.MethodNameUpdater(saved_model_dir)
+    for signature, method_name in method_names.items():
+        updater.replace_method_name(signature_key=signature, method_name=method_name)
+    updater.save()
+    from tensorflow.python.saved_model import fingerprinting_utils  # private: only needed here
+    fingerprinting_utils.write_fingerprint(saved_model_dir)
 
 
 def next_version(export_dir):
@@ -322,15 +378,15 @@ def export_serving(adapter, vocab_file, do_lower_case, seq_length, export_dir):
     """Writes the serving SavedModel of `adapter` to `export_dir/<next version>/`; returns that path.
 
     Args:
-      adapter: `EncoderAdapter(encoder)`, `PretrainerAdapter(pretrainer)` or a task model's adapter, with
-        the weights already loaded.
+      adapter: `EncoderAdapter(encoder)`, `PretrainerAdapter(pretrainer)` or a task model's adapter
+        (`bert_tf.export_tasks`), with the weights already loaded.
       vocab_file, do_lower_case: the model's vocab.txt (or token list) and casing, for the text signatures.
       seq_length: T of every signature, <= max_position_embeddings.
     """
     tokenizer = BertTokenizer(vocab_file, do_lower_case=do_lower_case)
     adapter.model.config.check_vocab_size(len(tokenizer.vocab), vocab_file)
-    root = ServingModule(adapter, tokenizer, seq_length)
-    return _save_atomically(root, os.path.join(export_dir, str(next_version(export_dir))))
+    root = adapter.serving_module(tokenizer, seq_length)
+    return _save_atomically(root, os.path.join(export_dir, str(next_version(export_dir))), root.method_names())
 
 
 def export_hub(encoder, vocab_file, do_lower_case, seq_length, export_dir):

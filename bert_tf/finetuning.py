@@ -11,6 +11,7 @@ in output_dir, resume), and predictions gathered on the host so that any metric 
 """
 
 import dataclasses
+import os
 import re
 
 import numpy as np
@@ -119,3 +120,27 @@ def log_softmax(logits):
 def softmax_cross_entropy(logits, labels):
     """logits float [N, C], labels int [N] -> cross-entropy float64 [N]."""
     return -np.take_along_axis(log_softmax(logits), np.asarray(labels)[:, None], axis=-1)[:, 0]
+
+
+LABELS_FILE = "labels.txt"
+
+
+def write_labels(output_dir, labels):
+    """Writes `output_dir/labels.txt`: the label names in label-id order, one per line (what export_model.py
+    needs to serve label strings). Written under a temporary name and renamed."""
+    for label in labels:
+        if not label or "\n" in label or label != label.strip():
+            raise ValueError(f"label {label!r}: labels must be non-empty, one line, without surrounding spaces")
+    path = os.path.join(output_dir, LABELS_FILE)
+    with open(path + ".incomplete", "w", encoding="utf-8") as f:
+        f.writelines(label + "\n" for label in labels)
+    os.replace(path + ".incomplete", path)
+
+
+def read_labels(output_dir):
+    """The labels `write_labels` wrote in `output_dir`, or None when it has no labels.txt."""
+    path = os.path.join(output_dir, LABELS_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.strip()]

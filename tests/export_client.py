@@ -11,9 +11,10 @@ requests.json: a list of requests, answered in order by one process (models are 
 A value is {"strings": [base64 bytes]}, {"int32": nested lists}, {"ragged_int32": nested lists}, or a list
 or dict of values. `"keep": [output names]` limits what is written.
 
-outputs.npz: `name/output` arrays; a ragged output as `name/output.values` and `.row_splits`, a list output
-as `name/output.0`, `.1`, ... errors.json: {name: "ErrorType: message"} for each failed request (a
-tf.errors.OpError); the process goes on with the next request, as a serving process would.
+outputs.npz: `name/output` arrays (strings as fixed-width bytes); a ragged output as `name/output.values`
+and `.row_splits`, a list output as `name/output.0`, `.1`, ... errors.json: {name: "ErrorType: message"} for
+each failed request (a tf.errors.OpError); the process goes on with the next request, as a serving process
+would.
 """
 
 import base64
@@ -45,6 +46,8 @@ def flatten(prefix, value, arrays):
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
             flatten(f"{prefix}.{i}", item, arrays)
+    elif value.dtype == tf.string:
+        arrays[prefix] = value.numpy().astype(bytes)  # fixed-width bytes: npz would pickle an object array
     else:
         arrays[prefix] = value.numpy()
 

@@ -61,15 +61,21 @@ def example_texts():
     return [(lines[7 * i], (None, "", lines[7 * i + 1], lines[7 * i + 2])[i % 4]) for i in range(24)]
 
 
-def serialized_example(text_a, text_b=None, extra_b=()):
-    def strings(*values):
+def serialized_features(**features):
+    """A serialized tf.train.Example with one bytes feature per keyword: name=[str or bytes, ...]."""
+    def strings(values):
         return tf.train.Feature(bytes_list=tf.train.BytesList(value=[
             v if isinstance(v, bytes) else v.encode("utf-8") for v in values]))
 
-    features = {} if text_a is None else {"text_a": strings(text_a)}
+    return tf.train.Example(features=tf.train.Features(feature={
+        name: strings(values) for name, values in features.items()})).SerializeToString()
+
+
+def serialized_example(text_a, text_b=None, extra_b=()):
+    features = {} if text_a is None else {"text_a": [text_a]}
     if text_b is not None:
-        features["text_b"] = strings(text_b, *extra_b)
-    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+        features["text_b"] = [text_b, *extra_b]
+    return serialized_features(**features)
 
 
 def strings(values):
@@ -258,42 +264,62 @@ def client_requests(exports, full_tokenizer):
     return requests
 
 
-@pytest.fixture(scope="session")
-def client(tmp_path_factory, exports, client_python, full_tokenizer):
-    """(outputs {request/output: array}, errors {request: message}) of one fresh-venv process."""
+def run_client(tmp_path_factory, name, client_python, make_requests):
+    """(outputs {request/output: array}, errors {request: message}) of one fresh-venv process answering
+    `make_requests()`, run once per session (shared directory `name`)."""
     def build(directory):
         requests_file = os.path.join(directory, "requests.json")
         with open(requests_file, "w", encoding="utf-8") as f:
-            json.dump(client_requests(exports, full_tokenizer), f)
+            json.dump(make_requests(), f)
         result = subprocess.run(
             [client_python, "-I", CLIENT, requests_file, f"{directory}/outputs.npz", f"{directory}/errors.json"],
             capture_output=True, text=True, timeout=900, cwd=directory,
             env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "TF_CPP_MIN_LOG_LEVEL": "2"})
         assert result.returncode == 0, result.stderr[-5000:]
 
-    directory = _build_once(_shared_dir(tmp_path_factory, "client"), build)
+    directory = _build_once(_shared_dir(tmp_path_factory, name), build)
     with np.load(os.path.join(directory, "outputs.npz")) as data:
         outputs = dict(data)
     with open(os.path.join(directory, "errors.json"), encoding="utf-8") as f:
         return outputs, json.load(f)
 
 
+@pytest.fixture(scope="session")
+def client(tmp_path_factory, exports, client_python, full_tokenizer):
+    """(outputs {request/output: array}, errors {request: message}) of one fresh-venv process."""
+    return run_client(tmp_path_factory, "client", client_python, lambda: client_requests(exports, full_tokenizer))
+
+
 def client_outputs(client, name):
     return {key.split("/", 1)[1]: value for key, value in client[0].items() if key.startswith(name + "/")}
+
+
+def listed_signatures(*paths):
+    """`saved_model_cli show --all` of each SavedModel in `paths` (run in parallel), parsed: one
+    {signature: (method name, {(inputs|outputs, key): (dtype, shape)})} per path, without __saved_model_init_op."""
+    runs = [subprocess.Popen(["saved_model_cli", "show", "--dir", path, "--all"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for path in paths]
+    listings = []
+    for run in runs:
+        stdout, stderr = run.communicate(timeout=300)
+        assert run.returncode == 0, stderr[-3000:]
+        listed = {}
+        for block in stdout.split("signature_def[")[1:]:
+            name = block.split("'")[1]
+            if not name.startswith("__"):
+                listed[name] = re.search(r"Method name is: (\S+)", block).group(1), {
+                    (kind, key): (dtype, shape) for kind, key, dtype, shape in re.findall(
+                        r"(inputs|outputs)\['(\w+)'\] tensor_info:\s+dtype: (\w+)\s+shape: \(([-\d, ]*)\)", block)}
+        listings.append(listed)
+    return listings
 
 
 # ----------------------------------------------------------------------------------------------- tests
 
 def test_saved_model_cli_lists_the_signatures(exports):
-    result = subprocess.run(["saved_model_cli", "show", "--dir", f"{exports}/serving/1", "--all"],
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    listed = {}
-    for block in result.stdout.split("signature_def[")[1:]:
-        name = block.split("'")[1]
-        listed[name] = {(kind, key): (dtype, shape) for kind, key, dtype, shape in re.findall(
-            r"(inputs|outputs)\['(\w+)'\] tensor_info:\s+dtype: (\w+)\s+shape: \(([-\d, ]*)\)", block)}
-        assert "Method name is: tensorflow/serving/predict" in block or name.startswith("__")
+    listing = listed_signatures(f"{exports}/serving/1")[0]
+    assert {method for method, _ in listing.values()} == {"tensorflow/serving/predict"}
+    listed = {name: specs for name, (_, specs) in listing.items()}
     ids, floats = ("DT_INT32", f"-1, {SEQ_LENGTH}"), {
         "pooled_output": ("DT_FLOAT", "-1, 384"), "sequence_output": ("DT_FLOAT", f"-1, {SEQ_LENGTH}, 384"),
         "encoder_outputs": ("DT_FLOAT", f"-1, 6, {SEQ_LENGTH}, 384")}
@@ -454,7 +480,9 @@ def test_export_model_script_errors(minilm_dir):
     common = [f"--bert_config_file={minilm_dir}/config.json", f"--vocab_file={minilm_dir}/vocab.txt",
               f"--init_checkpoint={minilm_dir}", "--export_dir=/nonexistent/never_written"]
     cases = {
-        "--model_type=classifier": "--model_type=classifier cannot be exported yet",
+        "--model_type=classifier": "has no output_weights: not a fine-tuned classifier checkpoint (pass a "
+                                   "fine-tuning --output_dir",
+        "--model_type=squad --label_list=a,b": "--label_list is for --model_type=classifier or ner, not squad",
         "--model_type=pretrainer": "lacks 5 variable(s) of the pretrainer model (cls/predictions/",
     }
     scripts = {flags: export_script(*flags.split(), *common) for flags in cases}

@@ -79,6 +79,7 @@ def test_stsb_regression(model_dir, tmp_path):
                do_train=True, do_eval=True, do_predict=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert set(results(tmp_path / "out")) == {"eval_loss", "eval_pearson", "eval_spearman", "global_step", "loss"}
+    assert not (tmp_path / "out" / "labels.txt").exists()  # regression: no labels
     lines = (tmp_path / "out" / "STS-B.tsv").read_text().splitlines()
     assert len(lines) == 2 and lines[1].startswith("0\t") and float(lines[1].split("\t")[1]) == pytest.approx(
         float((tmp_path / "out" / "test_results.tsv").read_text()), abs=1e-3)
@@ -94,6 +95,7 @@ def test_custom_task_from_own_files(model_dir, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert {"eval_accuracy", "eval_f1_spam", "eval_f1_ham", "eval_macro_f1"} <= set(results(tmp_path / "out"))
     assert np.loadtxt(tmp_path / "out" / "test_results.tsv").shape == (2, 2)
+    assert (tmp_path / "out" / "labels.txt").read_text() == "ham\nspam\n"  # sorted training labels, for export
 
 
 def test_ner(model_dir, tmp_path):
@@ -105,6 +107,7 @@ def test_ner(model_dir, tmp_path):
     assert set(results(tmp_path / "out")) == {"eval_precision", "eval_recall", "eval_f1", "eval_accuracy",
                                               "eval_loss", "global_step", "loss"}
     assert (tmp_path / "out" / "eval_predictions.txt").read_text().splitlines()[0].startswith("Paris B-geo-loc ")
+    assert (tmp_path / "out" / "labels.txt").read_text().split() == ["O", "B-geo-loc", "B-person", "I-person"]
     assert [line.split()[0] for line in (tmp_path / "out" / "test_predictions.txt").read_text().split("\n")
             if line] == ["Hello", "Berlin"]
 
