@@ -27,6 +27,7 @@ import numpy as np
 from absl import flags, logging
 
 import finetuning_flags
+import training_flags
 from bert_tf import glue_metrics, scripting
 from bert_tf.data import classification, glue_tasks, tfds_tasks
 from bert_tf import finetuning
@@ -130,7 +131,7 @@ def main(_):
             prefix = "eval_" if split == processor.dev_splits[0] else f"eval_{split.rsplit('_', 1)[1]}_"
             results.update({prefix + k: v for k, v in evaluate(tuner, processor, split, tokenizer).items()})
         results["loss"] = results["eval_loss"]
-        finetuning_flags.write_results(results)
+        training_flags.write_results(results)
     if FLAGS.do_predict:
         for split in processor.test_splits:
             predict(tuner, processor, split, tokenizer)

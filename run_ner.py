@@ -21,6 +21,7 @@ import numpy as np
 from absl import flags, logging
 
 import finetuning_flags
+import training_flags
 from bert_tf import conlleval, scripting
 from bert_tf.data import tagging
 from bert_tf import finetuning
@@ -72,7 +73,7 @@ def main(_):
         features, _ = tagging.convert_sentences(train, labels, FLAGS.max_seq_length, tokenizer)
         tuner.train(features)
     if FLAGS.do_eval:
-        finetuning_flags.write_results(evaluate(tuner, labels, tokenizer))
+        training_flags.write_results(evaluate(tuner, labels, tokenizer))
     if FLAGS.do_predict:
         sentences = read(FLAGS.test_file)
         predicted = predict(tuner, sentences, labels, tokenizer, FLAGS.predict_batch_size)[0]

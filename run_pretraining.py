@@ -16,10 +16,10 @@ from its last checkpoint in --output_dir. Phase 2 of the two-phase recipe: a new
 
 import os
 
-import keras
 import tensorflow as tf
 from absl import flags, logging
 
+import training_flags
 from bert_tf import BertConfig, scripting
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.data import pipeline, tfrecord
@@ -47,30 +47,9 @@ flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
 flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate.")
 flags.DEFINE_integer("num_train_steps", 100000, "Number of training steps (optimizer updates).")
 flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
-flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per tf.function call, and how often to log progress.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
-flags.DEFINE_bool("use_tpu", False, "Train on TPU (same as --distribution_strategy=tpu).")
-flags.DEFINE_string("tpu_name", None, "The Cloud TPU to use: its name or a grpc://ip.address.of.tpu:8470 url.")
-flags.DEFINE_string("tpu_zone", None, "[Optional] GCE zone of the Cloud TPU.")
-flags.DEFINE_string("gcp_project", None, "[Optional] GCP project of the Cloud TPU.")
-flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL (a TPU address, if --tpu_name is unset).")
-flags.DEFINE_integer("num_tpu_cores", 8, "Only used if `use_tpu` is True: the TPU cores expected (a warning if "
-                     "the TPU has another number).")
-# New flags.
-flags.DEFINE_alias("steps_per_loop", "iterations_per_loop")
-flags.DEFINE_alias("tpu", "tpu_name")
-flags.DEFINE_enum("distribution_strategy", "one_device", distribute.STRATEGIES, "tf.distribute strategy; "
-                  "multi_worker_mirrored reads the cluster from TF_CONFIG.")
-flags.DEFINE_integer("num_gpus", None, "GPUs to use with --distribution_strategy=mirrored (default: all).")
-flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16"], "Compute dtype of the "
-                  "matmuls (variables, LayerNorm and softmax stay float32); float16 uses dynamic loss scaling.")
-flags.DEFINE_bool("use_xla", None, "Compile the training step with XLA (default: on GPU and TPU, off on CPU, "
-                  "where it is slower).")
-flags.DEFINE_enum("optimizer", "adam_weight_decay", optimization.OPTIMIZERS, "adam_weight_decay: the "
-                  "original's (no bias correction); adamw: Keras AdamW; lamb: LAMB (large batches).")
+# New flags (the training ones are in training_flags.py).
 flags.DEFINE_float("lr_decay_power", 1.0, "Power of the polynomial learning-rate decay (1.0: linear, the original).")
-flags.DEFINE_integer("num_accumulation_steps", 1, "Micro-batches per optimizer step (train_batch_size is split).")
 flags.DEFINE_bool("use_next_sentence_label", True, "Train the next sentence prediction head (False: MLM only).")
 flags.DEFINE_bool("dynamic_masking", False, "Records are unmasked (create_pretraining_data --dynamic_masking): "
                   "mask them anew each time they are read. Needs --vocab_file.")
@@ -80,8 +59,6 @@ flags.DEFINE_float("masked_lm_prob", 0.15, "With --dynamic_masking: fraction of 
 flags.DEFINE_bool("do_whole_word_mask", False, "With --dynamic_masking: mask whole words.")
 flags.DEFINE_string("eval_input_file", None, "Eval TF example files (glob or comma separated); default: "
                     "--input_file, as the original.")
-flags.DEFINE_integer("seed", None, "Seed of the initialisation, dropout and input order (needed for "
-                     "reproducible runs; a resumed run continues exactly with or without it).")
 flags.DEFINE_bool("deterministic", False, "Deterministic ops (tf.config.experimental.enable_op_determinism): "
                   "with --seed, reruns and resumed runs give bit-identical results. Slower.")
 for _name in ("input_file", "bert_config_file", "output_dir"):
@@ -136,30 +113,11 @@ def masking_config(config):
                                     FLAGS.max_predictions_per_seq, FLAGS.do_whole_word_mask, FLAGS.vocab_file)
 
 
-def create_strategy():
-    name = "tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy
-    strategy = distribute.create_strategy(name, FLAGS.num_gpus, FLAGS.tpu_name or FLAGS.master, FLAGS.tpu_zone,
-                                          FLAGS.gcp_project)
-    if name == "tpu" and strategy.num_replicas_in_sync != FLAGS.num_tpu_cores:
-        logging.warning("--num_tpu_cores=%d but the TPU has %d cores; using %d", FLAGS.num_tpu_cores,
-                        strategy.num_replicas_in_sync, strategy.num_replicas_in_sync)
-    return strategy
-
-
-def write_eval_results(results, output_dir):
-    """eval_results.txt as the original: `key = value` lines, sorted."""
-    with open(os.path.join(output_dir, "eval_results.txt"), "w", encoding="utf-8") as writer:
-        logging.info("***** Eval results *****")
-        for key in sorted(results):
-            logging.info("  %s = %s", key, results[key])
-            writer.write(f"{key} = {results[key]}\n")
-
-
 def main(_):
     logging.set_verbosity(logging.INFO)
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise ValueError("At least one of `do_train` or `do_eval` must be True.")
-    strategy = create_strategy()  # first: a multi-worker strategy must be created before TensorFlow starts
+    strategy = training_flags.create_strategy()  # first: before TensorFlow starts
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
     config.check_seq_length(FLAGS.max_seq_length)
     if not 1 <= FLAGS.max_predictions_per_seq <= FLAGS.max_seq_length:
@@ -177,15 +135,10 @@ def main(_):
         raise ValueError(f"eval_batch_size={FLAGS.eval_batch_size} is not a multiple of {replicas} replica(s)")
     check_output_dir(FLAGS.output_dir)
 
-    if FLAGS.seed is not None:
-        keras.utils.set_random_seed(FLAGS.seed)
+    policy = training_flags.set_policy()
     if FLAGS.deterministic:
         tf.config.experimental.enable_op_determinism()
-    policy = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}[FLAGS.mixed_precision]
-    keras.mixed_precision.set_global_policy(policy)
-    use_xla = FLAGS.use_xla
-    if use_xla is None:
-        use_xla = bool(tf.config.list_physical_devices("GPU")) or FLAGS.use_tpu or FLAGS.distribution_strategy == "tpu"
+    use_xla = training_flags.use_xla(strategy)
     with strategy.scope():
         model = BertPretrainer(config, use_next_sentence_label=FLAGS.use_next_sentence_label)
         model.build()
@@ -240,7 +193,7 @@ def main(_):
         results = evaluate()
         results["global_step"] = global_step
         if trainer.is_chief:
-            write_eval_results(results, FLAGS.output_dir)
+            training_flags.write_results(results)
 
 
 if __name__ == "__main__":

