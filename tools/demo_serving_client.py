@@ -29,7 +29,8 @@ def show_classifier(served, classify):
              "Not the best film of the year, but a warm and funny one.", ""]
     out = served(text_a=tf.constant(texts))
     for text, label, probabilities in zip(texts, out["label"].numpy(), out["probabilities"].numpy()):
-        print(f"  {text!r:62} label {label.decode()}  probabilities {probabilities.round(3).tolist()}")
+        shown = ", ".join(f"{p:.3f}" for p in probabilities)
+        print(f"  {text!r:62} label {label.decode()}  probabilities [{shown}]")
     examples = [tf.train.Example(features=tf.train.Features(feature={"text_a": tf.train.Feature(
         bytes_list=tf.train.BytesList(value=[text.encode()]))})).SerializeToString() for text in texts]
     api = classify(inputs=tf.constant(examples))
