@@ -18,5 +18,6 @@ setuptools.setup(
     extras_require={
         "tfds": ["tensorflow-datasets"],
         "test": ["pytest", "pytest-xdist", "tensorflow-datasets"],
+        "bench": ["tokenizers"],  # HuggingFace tokenizers, for bench/bench_tokenizers.py only
     },
 )
