@@ -72,6 +72,8 @@ def _interrupt(signum, frame):
 def main(_):
     logging.set_verbosity(logging.INFO)
     signal.signal(signal.SIGTERM, _interrupt)
+    # Explicitly: a process started in the background by a non-interactive shell inherits SIGINT ignored.
+    signal.signal(signal.SIGINT, _interrupt)
     start = time.monotonic()
     input_files = expand_input_patterns(FLAGS.input_file)
     output_files = output_files_from_flag(FLAGS.output_file, FLAGS.num_output_shards)

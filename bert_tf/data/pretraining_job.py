@@ -185,6 +185,7 @@ def _init_worker(runner, spill_prefix):
     global _WORKER_RUNNER, _WORKER_SPILL_PREFIX
     _WORKER_RUNNER, _WORKER_SPILL_PREFIX = runner, spill_prefix
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not a forking parent's handler: terminate() ends us quietly
 
 
 def _run_task(task_index, documents):
