@@ -1,0 +1,402 @@
+"""Encoder inference and the pretraining step, side by side: bert_tf vs KerasHub vs HuggingFace PyTorch BERT.
+
+    python bench/bench_models.py [--config=base] [--batch_sizes=1,8,32] [--seq_lengths=128,512]
+        [--train_seq_lengths=128] [--dtypes=float32,bfloat16] [--xla=on,off] [--tasks=inference,train]
+        [--rounds=5] [--steps=3] [--warmup=2] [--torch_threads=0] [--note="smoke run"]
+
+Same model shapes (a bert_tf config json: `--config=base` is configs/bert_base_uncased.json, or a path),
+random weights, random ids (no padding, segments half 0 / half 1). Paths:
+
+  inference  forward pass of the encoder (sequence + pooled output), no dropout:
+             bert_tf `BertEncoder` | KerasHub `BertBackbone` | HF `BertModel` (torch.inference_mode)
+  train      one pretraining step, masked LM + next sentence prediction, AdamW update:
+             bert_tf `BertPretrainer` through the real `bert_tf.training.loop.Trainer` step (MLM head at the
+             gathered positions) | KerasHub `BertBackbone` + `keras_hub.layers.MaskedLMHead` (what
+             `BertMaskedLM` builds, tied to the token embedding, at the gathered positions) + a Dense(2) NSP
+             head on the pooled output, a GradientTape step | HF `BertForPreTraining` with `labels` and
+             `next_sentence_label` (its MLM head runs on all T positions: that is HF's design) + torch AdamW
+
+float32 and bfloat16: the TF paths with the Keras `mixed_bfloat16` policy, torch with
+`torch.autocast("cpu", torch.bfloat16)`. `--xla=on,off`: jit_compile of the TF paths (torch runs eager).
+
+Every measurement is a fresh subprocess with one library (TF and torch in one process fight over threads),
+the result comes back as JSON: it builds the model, runs `--warmup` calls (not timed; XLA compiles there),
+then `--steps` timed calls, and reports their median. `--rounds` interleaved rounds (every case once per round,
+so drifting load on a shared machine hits all alike); the table gives the median over the rounds of
+examples/s and tokens/s, and MFU = examples/s x model FLOPs per example / the matmul peak of that dtype,
+measured by `bert_tf.training.loop.measure_peak_flops` (the best of the peaks measured in fresh processes at
+the start and the end of the run). Model FLOPs (`loop.training_flops_per_example`): training at
+ceil(0.15 T) masked positions for every library (HF's extra MLM work on the other positions does not count);
+inference: a third of the encoder's training FLOPs. The table and the command go to bench/RESULTS.md
+(appended under a file lock).
+
+bert_tf runs in this Python. The peers run in a venv under ~/.cache built once per machine (file lock) with
+pinned torch (the CPU wheel), transformers, tensorflow and keras at this process's versions, and keras-hub:
+they are never installed into this Python.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TORCH, TRANSFORMERS, KERAS_HUB = "2.13.0", "5.24.0", "0.32.0"
+LIBRARIES = ("bert_tf", "keras_hub", "torch")
+CONFIG_NAMES = {"tiny", "mini", "small", "medium", "base", "large"}
+
+
+# ------------------------------------------------------------------------------- worker (one per process)
+
+def random_inputs(batch_size, seq_length, num_predictions, vocab_size):
+    """Deterministic int32 numpy features: ids, mask (all ones), segments (half 0 / half 1), masked positions
+    (sorted, distinct, not [CLS]), their ids and weights, NSP labels."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    segment_ids = np.zeros((batch_size, seq_length), np.int32)
+    segment_ids[:, seq_length // 2:] = 1
+    positions = np.sort(np.stack([rng.choice(np.arange(1, seq_length), num_predictions, replace=False)
+                                  for _ in range(batch_size)]), axis=1).astype(np.int32)
+    return {
+        "input_ids": rng.integers(1000, vocab_size, (batch_size, seq_length), dtype=np.int32),
+        "input_mask": np.ones((batch_size, seq_length), np.int32),
+        "segment_ids": segment_ids,
+        "masked_lm_positions": positions,
+        "masked_lm_ids": rng.integers(1000, vocab_size, (batch_size, num_predictions), dtype=np.int32),
+        "masked_lm_weights": np.ones((batch_size, num_predictions), np.float32),
+        "next_sentence_labels": rng.integers(0, 2, (batch_size, 1), dtype=np.int32),
+    }
+
+
+def tf_setup(case):
+    import keras
+    keras.mixed_precision.set_global_policy("mixed_bfloat16" if case["dtype"] == "bfloat16" else "float32")
+
+
+def bert_tf_step(case, config, features):
+    """A function running one inference call or one training step of bert_tf."""
+    import tensorflow as tf
+    from bert_tf.modeling.encoder import INPUT_NAMES, BertEncoder
+    from bert_tf.modeling.models import BertPretrainer
+    from bert_tf.training import distribute, loop, optimization
+    tf_setup(case)
+    if case["task"] == "inference":
+        model = BertEncoder(config)
+        inputs = {k: tf.constant(features[k]) for k in INPUT_NAMES}
+        forward = tf.function(lambda x: (lambda o: (o["sequence_output"], o["pooled_output"]))(
+            model(x, training=False)), jit_compile=case["xla"])
+        return lambda: [t.numpy() for t in forward(inputs)]
+    strategy = distribute.create_strategy("one_device")  # as run_pretraining.py on a CPU-only machine
+    with strategy.scope():
+        model = BertPretrainer(config)
+        model.build()
+        optimizer = optimization.create_optimizer("adamw", 1e-4, 10_000, 100, model.trainable_variables)
+    trainer = loop.Trainer(strategy, model, optimizer, case["batch_size"], use_xla=case["xla"])
+    iterator = iter(tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in features.items()}).repeat())
+    one = tf.constant(1)
+    return lambda: {k: v.numpy() for k, v in trainer._train_loop(iterator, one).items()}
+
+
+def keras_hub_step(case, config, features):
+    """KerasHub's BertBackbone (inference) or backbone + MaskedLMHead + NSP Dense (training step)."""
+    import keras
+    import keras_hub
+    import tensorflow as tf
+    tf_setup(case)
+    init = keras.initializers.TruncatedNormal(stddev=config["initializer_range"])
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=config["vocab_size"], num_layers=config["num_hidden_layers"],
+        num_heads=config["num_attention_heads"], hidden_dim=config["hidden_size"],
+        intermediate_dim=config["intermediate_size"], dropout=config["hidden_dropout_prob"],
+        max_sequence_length=config["max_position_embeddings"], num_segments=config["type_vocab_size"])
+    inputs = {"token_ids": tf.constant(features["input_ids"]), "segment_ids": tf.constant(features["segment_ids"]),
+              "padding_mask": tf.constant(features["input_mask"])}
+    if case["task"] == "inference":
+        forward = tf.function(lambda x: (lambda o: (o["sequence_output"], o["pooled_output"]))(
+            backbone(x, training=False)), jit_compile=case["xla"])
+        return lambda: [t.numpy() for t in forward(inputs)]
+    mlm_head = keras_hub.layers.MaskedLMHead(
+        vocabulary_size=config["vocab_size"], token_embedding=backbone.token_embedding,
+        intermediate_activation="gelu", kernel_initializer=init, name="mlm_head")
+    nsp_head = keras.layers.Dense(2, kernel_initializer=init, name="nsp_head")
+    positions = tf.constant(features["masked_lm_positions"])
+    mlm_ids, nsp_labels = tf.constant(features["masked_lm_ids"]), tf.constant(features["next_sentence_labels"])
+    mlm_weights = tf.constant(features["masked_lm_weights"])
+
+    def loss_fn():
+        outputs = backbone(inputs, training=True)
+        mlm_logits = tf.cast(mlm_head(outputs["sequence_output"], mask_positions=positions), tf.float32)
+        nsp_logits = tf.cast(nsp_head(outputs["pooled_output"]), tf.float32)
+        mlm_loss = keras.losses.sparse_categorical_crossentropy(mlm_ids, mlm_logits, from_logits=True)
+        nsp_loss = keras.losses.sparse_categorical_crossentropy(nsp_labels[:, 0], nsp_logits, from_logits=True)
+        return tf.reduce_sum(mlm_loss * mlm_weights) / tf.reduce_sum(mlm_weights) + tf.reduce_mean(nsp_loss)
+
+    loss_fn()  # builds the heads
+    variables = backbone.trainable_variables + mlm_head.trainable_variables + nsp_head.trainable_variables
+    optimizer = keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6)
+    optimizer.build(variables)
+
+    @tf.function(jit_compile=case["xla"])
+    def gradients():
+        with tf.GradientTape() as tape:
+            loss = loss_fn()
+        return loss, tape.gradient(loss, variables)
+
+    @tf.function
+    def step():  # as bert_tf's Trainer: the update outside the compiled forward/backward
+        loss, grads = gradients()
+        grads, _ = tf.clip_by_global_norm(grads, 1.0)
+        optimizer.apply(grads, variables)
+        return loss
+
+    return lambda: step().numpy()
+
+
+def torch_step(case, config, features):
+    """HF transformers' BertModel (inference) or BertForPreTraining + AdamW (training step), CPU, eager."""
+    import contextlib
+    import torch
+    import transformers
+    hf_config = transformers.BertConfig(
+        vocab_size=config["vocab_size"], hidden_size=config["hidden_size"],
+        num_hidden_layers=config["num_hidden_layers"], num_attention_heads=config["num_attention_heads"],
+        intermediate_size=config["intermediate_size"], hidden_act=config["hidden_act"],
+        hidden_dropout_prob=config["hidden_dropout_prob"],
+        attention_probs_dropout_prob=config["attention_probs_dropout_prob"],
+        max_position_embeddings=config["max_position_embeddings"], type_vocab_size=config["type_vocab_size"],
+        initializer_range=config["initializer_range"], layer_norm_eps=config.get("layer_norm_eps", 1e-12))
+    torch.manual_seed(0)
+    if case["torch_threads"]:
+        torch.set_num_threads(case["torch_threads"])
+    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if case["dtype"] == "bfloat16"
+                else contextlib.nullcontext())
+    inputs = {"input_ids": torch.from_numpy(features["input_ids"]).long(),
+              "attention_mask": torch.from_numpy(features["input_mask"]).long(),
+              "token_type_ids": torch.from_numpy(features["segment_ids"]).long()}
+    if case["task"] == "inference":
+        model = transformers.BertModel(hf_config).eval()
+
+        def forward():
+            with torch.inference_mode(), autocast:
+                outputs = model(**inputs)
+                return outputs.last_hidden_state.float().numpy(), outputs.pooler_output.float().numpy()
+        return forward
+    model = transformers.BertForPreTraining(hf_config).train()
+    labels = torch.full(inputs["input_ids"].shape, -100, dtype=torch.long)
+    positions = torch.from_numpy(features["masked_lm_positions"]).long()
+    labels.scatter_(1, positions, torch.from_numpy(features["masked_lm_ids"]).long())
+    nsp_labels = torch.from_numpy(features["next_sentence_labels"][:, 0]).long()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01, eps=1e-6)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with autocast:
+            loss = model(**inputs, labels=labels, next_sentence_label=nsp_labels).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return float(loss)
+    return step
+
+
+def library_versions(library):
+    if library == "torch":
+        import torch
+        import transformers
+        return f"torch {torch.__version__}, transformers {transformers.__version__}"
+    import keras
+    import tensorflow as tf
+    versions = f"TF {tf.__version__}, Keras {keras.__version__}"
+    if library == "keras_hub":
+        import keras_hub
+        versions += f", keras-hub {keras_hub.__version__}"
+    return versions
+
+
+def run_worker(case):
+    """Measures one case in this process; returns {"times": [s per call], "versions": ...}."""
+    import numpy as np
+    if case["library"] == "peak":
+        from bert_tf.training import loop
+        return {"peak": loop.measure_peak_flops("/CPU:0", case["dtype"]), "versions": library_versions("bert_tf")}
+    config = case["config"]
+    features = random_inputs(case["batch_size"], case["seq_length"], case["num_predictions"], config["vocab_size"])
+    if case["library"] == "bert_tf":
+        from bert_tf.config import BertConfig
+        call = bert_tf_step(case, BertConfig.from_dict(config), features)
+    else:
+        call = {"keras_hub": keras_hub_step, "torch": torch_step}[case["library"]](case, config, features)
+    for _ in range(case["warmup"]):
+        call()
+    times = []
+    for _ in range(case["steps"]):
+        begin = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - begin)
+    return {"time": float(np.median(times)), "times": times, "versions": library_versions(case["library"])}
+
+
+# ---------------------------------------------------------------------------------- parent (orchestrator)
+
+def peer_python():
+    """The python of the peers' venv (torch, transformers, tensorflow, keras, keras-hub, pinned), built once
+    per machine under ~/.cache."""
+    import platform
+    import venv
+    import keras
+    import tensorflow as tf
+    from tests.test_export import _build_once
+    pins = [f"torch=={TORCH}", f"transformers=={TRANSFORMERS}", f"tensorflow=={tf.__version__}",
+            f"keras=={keras.__version__}", f"keras-hub=={KERAS_HUB}"]
+    key = f"py{platform.python_version()}-" + "-".join(pin.replace("==", "") for pin in pins)
+    directory = os.path.join(os.path.expanduser("~"), ".cache", f"bert_tf_bench_venv-{key}")
+
+    def build(path):
+        venv.EnvBuilder(with_pip=True, clear=True).create(path)
+        result = subprocess.run([os.path.join(path, "bin", "python"), "-m", "pip", "install", "--quiet",
+                                 "--disable-pip-version-check", *pins], capture_output=True, text=True, timeout=3600)
+        if result.returncode:
+            raise RuntimeError(f"cannot build the benchmark venv in {path}: {result.stderr[-3000:]}")
+
+    return os.path.join(_build_once(directory, build), "bin", "python")
+
+
+def run_case(case, python, timeout):
+    """Runs one case in a fresh process of `python`; returns its JSON result or {"error": ...}."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT if case["library"] in ("bert_tf", "peak") else "")
+    try:
+        result = subprocess.run([python, os.path.abspath(__file__), "--worker", json.dumps(case)], cwd=ROOT,
+                                capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    if result.returncode or not lines:
+        return {"error": (result.stderr.strip().splitlines() or ["no output"])[-1][:300]}
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def load_config(name):
+    path = os.path.join(ROOT, "configs", f"bert_{name}_uncased.json") if name in CONFIG_NAMES else name
+    with open(path, encoding="utf-8") as f:
+        return json.load(f), path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--config", default="base", help=f"one of {sorted(CONFIG_NAMES)} or a config json path")
+    parser.add_argument("--batch_sizes", default="1,8,32")
+    parser.add_argument("--seq_lengths", default="128,512", help="Inference sequence lengths.")
+    parser.add_argument("--train_seq_lengths", default="128", help="Training-step sequence lengths.")
+    parser.add_argument("--dtypes", default="float32,bfloat16")
+    parser.add_argument("--xla", default="on,off", help="XLA settings of the TF paths: on, off or on,off.")
+    parser.add_argument("--tasks", default="inference,train")
+    parser.add_argument("--libraries", default=",".join(LIBRARIES))
+    parser.add_argument("--rounds", type=int, default=5, help="Interleaved rounds (medians over them).")
+    parser.add_argument("--steps", type=int, default=3, help="Timed calls per process (their median is a run).")
+    parser.add_argument("--warmup", type=int, default=2, help="Untimed calls per process before timing.")
+    parser.add_argument("--torch_threads", type=int, default=0,
+                        help="torch.set_num_threads in the torch processes (0: torch's default, one per core). On a "
+                        "loaded 2-core machine 2 OpenMP threads can be 10-30x slower than 1.")
+    parser.add_argument("--note", default="", help="Added to the section heading in RESULTS.md.")
+    parser.add_argument("--timeout", type=int, default=1800, help="Seconds per measuring process.")
+    args = parser.parse_args()
+    if args.worker:
+        print("RESULT " + json.dumps(run_worker(json.loads(args.worker))), flush=True)
+        return
+
+    import datetime
+    import platform
+    import numpy as np
+    sys.path.insert(0, ROOT)
+    from bench.bench_export import append_results
+    from bert_tf.config import BertConfig
+    from bert_tf.training import loop
+
+    config, config_path = load_config(args.config)
+    bert_config = BertConfig.from_dict(config)
+    split = lambda text: [t for t in text.split(",") if t]  # noqa: E731
+    dtypes, libraries, tasks = split(args.dtypes), split(args.libraries), split(args.tasks)
+    xla_settings = [{"on": True, "off": False}[x] for x in split(args.xla)]
+    cases = []
+    for task in tasks:
+        for seq_length in map(int, split(args.seq_lengths if task == "inference" else args.train_seq_lengths)):
+            for batch_size in map(int, split(args.batch_sizes)):
+                for dtype in dtypes:
+                    for library in libraries:
+                        for xla in (xla_settings if library != "torch" else [False]):
+                            cases.append({"task": task, "library": library, "batch_size": batch_size,
+                                          "seq_length": seq_length, "dtype": dtype, "xla": xla,
+                                          "num_predictions": math.ceil(0.15 * seq_length), "config": config,
+                                          "warmup": args.warmup, "steps": args.steps,
+                                          "torch_threads": args.torch_threads})
+    pythons = {"bert_tf": sys.executable, "peak": sys.executable}
+    if set(libraries) - {"bert_tf"}:
+        begin = time.perf_counter()
+        pythons["keras_hub"] = pythons["torch"] = peer_python()
+        print(f"peer venv: {pythons['torch']} ({time.perf_counter() - begin:.0f} s)", flush=True)
+
+    def peaks():
+        return {d: run_case({"library": "peak", "dtype": d}, sys.executable, args.timeout) for d in dtypes}
+
+    load_start, begin = os.getloadavg(), time.perf_counter()
+    first_peaks = peaks()
+    results = {i: [] for i in range(len(cases))}
+    errors, versions = {}, {"bert_tf": first_peaks[dtypes[0]].get("versions")}
+    for round_index in range(args.rounds):
+        for i, case in enumerate(cases):
+            if i in errors:
+                continue
+            result = run_case(case, pythons[case["library"]], args.timeout)
+            if "error" in result:
+                errors[i] = result["error"]
+                print(f"FAILED {case['library']} {case['task']}: {result['error']}", flush=True)
+                continue
+            results[i].append(result["time"])
+            versions[case["library"]] = result["versions"]
+        print(f"round {round_index + 1}/{args.rounds} done ({time.perf_counter() - begin:.0f} s)", flush=True)
+    last_peaks = peaks()
+    peak = {d: max(p.get("peak", 0.0) for p in (first_peaks[d], last_peaks[d])) for d in dtypes}
+    elapsed = time.perf_counter() - begin
+
+    names = {"bert_tf": "bert_tf", "keras_hub": "KerasHub", "torch": "HF torch"}
+    table = ["| task | library | batch | seq | dtype | XLA | median ms | examples/s | tokens/s | MFU | runs |",
+             "|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|"]
+    for i, case in enumerate(cases):
+        b, t = case["batch_size"], case["seq_length"]
+        xla = "-" if case["library"] == "torch" else ("on" if case["xla"] else "off")
+        head = f"| {case['task']} | {names[case['library']]} | {b} | {t} | {case['dtype']} | {xla} |"
+        if i in errors:
+            table.append(f"{head} failed: {errors[i].replace('|', '/')} | | | | |")
+            continue
+        median = float(np.median(results[i]))
+        if case["task"] == "train":
+            flops = loop.training_flops_per_example(bert_config, t, case["num_predictions"])
+        else:
+            flops = loop.training_flops_per_example(bert_config, t, 0) / 3  # the encoder's forward pass
+        mfu = b / median * flops / peak[case["dtype"]] if peak[case["dtype"]] else float("nan")
+        table.append(f"{head} {median * 1e3:.1f} | {b / median:.2f} | {b * t / median:,.0f} | {mfu:.1%} | "
+                     f"{len(results[i])} |")
+    peak_text = ", ".join(f"{d} {peak[d] / 1e12:.3f} TFLOP/s" for d in dtypes)
+    text = "\n".join([
+        "", f"## bench_models.py{f' ({args.note})' if args.note else ''} — {datetime.date.today().isoformat()}", "",
+        f"`{' '.join(['python bench/bench_models.py', *sys.argv[1:]])}`", "",
+        f"Config {os.path.relpath(config_path, ROOT)} (L={bert_config.num_hidden_layers}, "
+        f"H={bert_config.hidden_size}, A={bert_config.num_attention_heads}), random weights and ids; "
+        f"{platform.machine()}, {os.cpu_count()} CPU cores (shared; load average {load_start[0]:.1f} at start, "
+        f"{os.getloadavg()[0]:.1f} at end), Python {platform.python_version()}; "
+        + "; ".join(f"{names[k]}: {v}" for k, v in versions.items() if v) + ". "
+        f"Each run a fresh process: {args.warmup} untimed + {args.steps} timed calls (median); {args.rounds} "
+        f"interleaved rounds, medians over them ({elapsed:.0f} s in all); torch threads: "
+        f"{args.torch_threads or 'default'}. Matmul peak "
+        f"(`loop.measure_peak_flops`, best of start and end): {peak_text}.", "",
+        *table, ""])
+    append_results(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
