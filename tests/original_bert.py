@@ -12,6 +12,7 @@ their defaults), so they neither collide with this project's flags nor need a co
 
 import importlib
 import sys
+import types
 
 from absl import flags
 import tensorflow as tf
@@ -39,3 +40,16 @@ def import_original(name):
         if new_module.startswith("bert.") and hasattr(sys.modules[new_module], "FLAGS"):
             sys.modules[new_module].FLAGS = private_flags
     return module
+
+
+def import_original_without_modeling(name):
+    """`import_original(name)` for a module whose `modeling` import needs tf.contrib, which TF2 lacks
+    (run_classifier, run_squad): an empty stub stands in for `bert.modeling` during the import, so only the
+    functions that do not use it (data processing, post-processing) work."""
+    if f"bert.{name}" not in sys.modules:
+        sys.modules["bert.modeling"] = types.ModuleType("bert.modeling")
+        try:
+            import_original(name)
+        finally:
+            del sys.modules["bert.modeling"]
+    return sys.modules[f"bert.{name}"]

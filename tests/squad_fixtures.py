@@ -13,14 +13,12 @@ that only the WordPiece realignment recovers them), and SQuAD 2.0 unanswerable q
 import json
 import random
 import re
-import sys
-import types
 
 import numpy as np
 
 from bert_tf.data import squad
 from bert_tf.evaluate_squad import normalize_answer
-from tests.original_bert import import_original
+from tests.original_bert import import_original_without_modeling
 from tools import pypi_data
 
 UNICODE_PARAGRAPH = ("Der Bürgermeister von Zürich sagte: «Très naïve café» — in 東京 and São Paulo; the ﬁnal "
@@ -32,16 +30,10 @@ WORD = re.compile(r"[^ \t\r\n\u202f]+")  # the original's context whitespace
 
 
 def original_run_squad():
-    """The original `run_squad` module (TF1 code on tf.compat.v1). Its `modeling` import needs
-    tf.contrib, which TF2 lacks; the data and post-processing functions do not use it, so a stub stands in
-    during the import. Set `module.FLAGS.version_2_with_negative` etc. before calling it."""
-    if "bert.run_squad" not in sys.modules:
-        sys.modules["bert.modeling"] = types.ModuleType("bert.modeling")
-        try:
-            import_original("run_squad")
-        finally:
-            del sys.modules["bert.modeling"]
-    return sys.modules["bert.run_squad"]
+    """The original `run_squad` module (TF1 code on tf.compat.v1): its data and post-processing functions
+    (see `import_original_without_modeling`). Set `module.FLAGS.version_2_with_negative` etc. before
+    calling it."""
+    return import_original_without_modeling("run_squad")
 
 
 def _contexts(rng, count, min_words):
