@@ -13,7 +13,7 @@ from absl import flags, logging
 import training_flags
 
 from bert_tf import BertConfig
-from bert_tf.finetuning import FineTuner, FineTuningOptions
+from bert_tf.finetuning import BestCheckpoint, FineTuner, FineTuningOptions
 from bert_tf.tokenization import FullTokenizer
 
 FLAGS = flags.FLAGS
@@ -37,6 +37,11 @@ flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
 flags.DEFINE_float("num_train_epochs", 3.0, "Total number of training epochs to perform.")
 flags.DEFINE_float("warmup_proportion", 0.1, "Proportion of training to perform linear learning rate warmup "
                    "for. E.g., 0.1 = 10% of training.")
+flags.DEFINE_string("best_metric", None, "Evaluate the dev set after every checkpoint and keep the weights with the "
+                    "best value of this eval_results.txt key (e.g. eval_accuracy, eval_f1; minimised if it contains "
+                    "'loss') in output_dir/best/.")
+flags.DEFINE_integer("early_stopping_patience", 0, "With --best_metric: stop training after this many dev "
+                     "evaluations in a row without improvement (0: never).")
 for _name in ("data_dir", "bert_config_file", "vocab_file", "output_dir"):
     flags.mark_flag_as_required(_name)
 
@@ -75,3 +80,15 @@ def create_finetuner(strategy, model_fn):
     else:
         logging.warning("No --init_checkpoint: training from random weights")
     return tuner
+
+
+def train(tuner, features, dev_results):
+    """Fine-tunes on `features`; with --best_metric, `dev_results()` (the eval_results.txt dict of the current
+    weights) runs after every checkpoint and the best weights go to output_dir/best/ (see BestCheckpoint),
+    with --early_stopping_patience stopping early."""
+    if not FLAGS.best_metric:
+        if FLAGS.early_stopping_patience:
+            raise ValueError("--early_stopping_patience needs --best_metric (the dev result to watch)")
+        return tuner.train(features)
+    best = BestCheckpoint(FLAGS.output_dir, FLAGS.best_metric, FLAGS.early_stopping_patience)
+    return tuner.train(features, after_checkpoint=lambda step: best.update(step, dev_results()))

@@ -95,6 +95,18 @@ def evaluate(tuner, processor, split, tokenizer):
     return results
 
 
+def dev_results(tuner, processor, tokenizer):
+    """eval_results.txt's dict: every dev split's metrics (eval_*, MNLI's mismatched eval_mismatched_*)."""
+    if not processor.dev_splits:
+        raise ValueError(f"task {FLAGS.task_name or FLAGS.tfds_name} has no dev set; use --do_predict")
+    results = {"global_step": tuner.global_step}
+    for split in processor.dev_splits:
+        prefix = "eval_" if split == processor.dev_splits[0] else f"eval_{split.rsplit('_', 1)[1]}_"
+        results.update({prefix + k: v for k, v in evaluate(tuner, processor, split, tokenizer).items()})
+    results["loss"] = results["eval_loss"]
+    return results
+
+
 def predict(tuner, processor, split, tokenizer):
     """Writes test_results.tsv (probabilities or scores) and, for a GLUE task, the leaderboard file."""
     examples, features = features_of(processor, split, tokenizer)
@@ -122,16 +134,9 @@ def main(_):
         finetuning.write_labels(FLAGS.output_dir, processor.get_labels())
     tuner = finetuning_flags.create_finetuner(strategy, lambda: BertClassifier(config, num_labels))
     if FLAGS.do_train:
-        tuner.train(train)
+        finetuning_flags.train(tuner, train, lambda: dev_results(tuner, processor, tokenizer))
     if FLAGS.do_eval:
-        if not processor.dev_splits:
-            raise ValueError(f"task {FLAGS.task_name or FLAGS.tfds_name} has no dev set; use --do_predict")
-        results = {"global_step": tuner.global_step}
-        for split in processor.dev_splits:
-            prefix = "eval_" if split == processor.dev_splits[0] else f"eval_{split.rsplit('_', 1)[1]}_"
-            results.update({prefix + k: v for k, v in evaluate(tuner, processor, split, tokenizer).items()})
-        results["loss"] = results["eval_loss"]
-        training_flags.write_results(results)
+        training_flags.write_results(dev_results(tuner, processor, tokenizer))
     if FLAGS.do_predict:
         for split in processor.test_splits:
             predict(tuner, processor, split, tokenizer)

@@ -71,7 +71,7 @@ def main(_):
     tuner = finetuning_flags.create_finetuner(strategy, lambda: BertTokenClassifier(config, len(labels)))
     if FLAGS.do_train:
         features, _ = tagging.convert_sentences(train, labels, FLAGS.max_seq_length, tokenizer)
-        tuner.train(features)
+        finetuning_flags.train(tuner, features, lambda: evaluate(tuner, labels, tokenizer))
     if FLAGS.do_eval:
         training_flags.write_results(evaluate(tuner, labels, tokenizer))
     if FLAGS.do_predict:

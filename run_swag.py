@@ -33,18 +33,22 @@ def features_of(split, tokenizer):
     return multiple_choice.convert_examples(examples, FLAGS.max_seq_length, tokenizer)
 
 
+def evaluate(tuner, tokenizer):
+    """eval_results.txt's dict for the dev set (val.csv): eval_accuracy, eval_loss."""
+    features = features_of("dev", tokenizer)
+    logits = tuner.predict(features, FLAGS.eval_batch_size)
+    loss = float(np.mean(softmax_cross_entropy(logits, features["label_ids"])))
+    return {"eval_accuracy": glue_metrics.accuracy(features["label_ids"], logits.argmax(-1)), "eval_loss": loss,
+            "loss": loss, "global_step": tuner.global_step}
+
+
 def main(_):
     strategy, config, tokenizer = finetuning_flags.setup()
     tuner = finetuning_flags.create_finetuner(strategy, lambda: BertMultipleChoice(config))
     if FLAGS.do_train:
-        tuner.train(features_of("train", tokenizer))
+        finetuning_flags.train(tuner, features_of("train", tokenizer), lambda: evaluate(tuner, tokenizer))
     if FLAGS.do_eval:
-        features = features_of("dev", tokenizer)
-        logits = tuner.predict(features, FLAGS.eval_batch_size)
-        loss = float(np.mean(softmax_cross_entropy(logits, features["label_ids"])))
-        training_flags.write_results({
-            "eval_accuracy": glue_metrics.accuracy(features["label_ids"], logits.argmax(-1)), "eval_loss": loss,
-            "loss": loss, "global_step": tuner.global_step})
+        training_flags.write_results(evaluate(tuner, tokenizer))
     if FLAGS.do_predict:
         probabilities = np.exp(log_softmax(tuner.predict(features_of("test", tokenizer), FLAGS.predict_batch_size)))
         with open(os.path.join(FLAGS.output_dir, "test_results.tsv"), "w", encoding="utf-8") as writer:

@@ -11,8 +11,10 @@ in output_dir, resume), and predictions gathered on the host so that any metric 
 """
 
 import dataclasses
+import glob
 import os
 import re
+import shutil
 
 import numpy as np
 import tensorflow as tf
@@ -77,9 +79,11 @@ class FineTuner:
         self.global_step = int(match.group(1)) if match else 0
         return report
 
-    def train(self, features):
+    def train(self, features, after_checkpoint=None):
         """Trains on `features` (dict of NumPy arrays with `label_ids`) for the options' epochs, resuming
-        from output_dir if a previous run of the same command was interrupted. Returns the last metrics."""
+        from output_dir if a previous run of the same command was interrupted. `after_checkpoint(step)` runs
+        after every checkpoint (e.g. `BestCheckpoint.update` on a dev evaluation); if it raises
+        `StopTraining`, training ends there. Returns the last metrics (None after an early stop)."""
         options = self.options
         count = num_examples(features)
         num_train_steps, num_warmup_steps = options.train_steps(count)
@@ -95,8 +99,12 @@ class FineTuner:
         def dataset_fn(input_context, batch_size):
             return make_dataset(features, batch_size, True, options.seed, input_context)
 
-        results = trainer.train(dataset_fn, self.output_dir, num_train_steps, options.iterations_per_loop,
-                                options.save_checkpoints_steps)
+        try:
+            results = trainer.train(dataset_fn, self.output_dir, num_train_steps, options.iterations_per_loop,
+                                    options.save_checkpoints_steps, after_checkpoint)
+        except StopTraining as stop:
+            logging.info("Early stop at step %d of %d: %s", trainer.step, num_train_steps, stop)
+            results = None
         self.global_step = trainer.step
         return results
 
@@ -120,6 +128,68 @@ def log_softmax(logits):
 def softmax_cross_entropy(logits, labels):
     """logits float [N, C], labels int [N] -> cross-entropy float64 [N]."""
     return -np.take_along_axis(log_softmax(logits), np.asarray(labels)[:, None], axis=-1)[:, 0]
+
+
+class StopTraining(Exception):
+    """Raised by an `after_checkpoint` hook to end fine-tuning early."""
+
+
+class BestCheckpoint:
+    """Keeps the weights of the best dev evaluation in `output_dir/best/`: its model.ckpt-N (copied from
+    output_dir, where training just saved it), the `checkpoint` index file, eval_results.txt and labels.txt,
+    so `--init_checkpoint=output_dir/best` (or export_model.py) uses them. A rerun reads the best value back.
+
+    Args:
+      output_dir: the fine-tuning output dir.
+      metric: a key of the evaluation results, e.g. "eval_accuracy"; minimised if it contains "loss".
+      patience: with patience > 0, `update` raises StopTraining after that many evaluations in a row without
+        improvement (early stopping).
+    """
+
+    def __init__(self, output_dir, metric, patience=0):
+        self.output_dir, self.metric, self.patience = output_dir, metric, patience
+        self.best_dir = os.path.join(output_dir, "best")
+        self.minimise = "loss" in metric
+        self.best, self.evaluations_without_improvement = None, 0
+        results_file = os.path.join(self.best_dir, "eval_results.txt")
+        if os.path.exists(results_file):
+            with open(results_file, encoding="utf-8") as f:
+                values = dict(line.strip().split(" = ", 1) for line in f if " = " in line)
+            self.best = float(values[metric]) if metric in values else None
+
+    def update(self, step, results):
+        """Takes the dev `results` (dict of floats) of the weights saved at `step`; copies them to best/ when
+        `metric` improved. Raises ValueError for an unknown metric, StopTraining when patience runs out."""
+        if self.metric not in results:
+            raise ValueError(f"--best_metric={self.metric} is not an evaluation result; expected one of "
+                             f"{', '.join(sorted(results))}")
+        value = float(results[self.metric])
+        improved = self.best is None or (value < self.best if self.minimise else value > self.best)
+        logging.info("Dev evaluation at step %d: %s = %.6g (best so far %s)", step, self.metric, value,
+                     "none" if self.best is None else f"{self.best:.6g}")
+        if improved:
+            self._keep(step, {**results, "global_step": step})
+            self.best, self.evaluations_without_improvement = value, 0
+            return
+        self.evaluations_without_improvement += 1
+        if self.patience and self.evaluations_without_improvement >= self.patience:
+            raise StopTraining(f"{self.metric} did not improve on {self.best:.6g} in {self.patience} evaluation(s)")
+
+    def _keep(self, step, results):
+        staging = self.best_dir + ".incomplete"
+        shutil.rmtree(staging, ignore_errors=True)
+        os.makedirs(staging)
+        for path in glob.glob(os.path.join(self.output_dir, f"model.ckpt-{step}.*")):
+            shutil.copy2(path, staging)
+        if os.path.exists(os.path.join(self.output_dir, LABELS_FILE)):
+            shutil.copy2(os.path.join(self.output_dir, LABELS_FILE), staging)
+        with open(os.path.join(staging, "checkpoint"), "w", encoding="utf-8") as f:
+            f.write(f'model_checkpoint_path: "model.ckpt-{step}"\n')
+        with open(os.path.join(staging, "eval_results.txt"), "w", encoding="utf-8") as f:
+            f.writelines(f"{key} = {results[key]}\n" for key in sorted(results))
+        shutil.rmtree(self.best_dir, ignore_errors=True)
+        os.replace(staging, self.best_dir)
+        logging.info("Kept the weights of step %d in %s", step, self.best_dir)
 
 
 LABELS_FILE = "labels.txt"

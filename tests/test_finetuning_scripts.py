@@ -3,6 +3,7 @@ uncased vocab, 2 layers of 32) for a few steps: every task family, every output 
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -96,6 +97,33 @@ def test_custom_task_from_own_files(model_dir, tmp_path):
     assert {"eval_accuracy", "eval_f1_spam", "eval_f1_ham", "eval_macro_f1"} <= set(results(tmp_path / "out"))
     assert np.loadtxt(tmp_path / "out" / "test_results.tsv").shape == (2, 2)
     assert (tmp_path / "out" / "labels.txt").read_text() == "ham\nspam\n"  # sorted training labels, for export
+
+
+def test_best_checkpoint_and_early_stopping(model_dir, tmp_path):
+    rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
+            "ham\tok thanks", "ham\tcall me later", "spam\tfree cash now", "ham\tsee you"]
+    data = write_files(tmp_path, {"train.tsv": "\n".join(rows) + "\n", "dev.tsv": "\n".join(rows[:5]) + "\n"})
+    out = tmp_path / "out"
+    done = run("run_classifier.py", model_dir, task_name="custom", text_a_column="message", data_dir=data,
+               output_dir=out, do_train=True, num_train_epochs=4, save_checkpoints_steps=2, best_metric="eval_loss",
+               early_stopping_patience=2, learning_rate=0.5, seed=1)  # a learning rate that makes the dev loss worse
+    assert done.returncode == 0, done.stderr[-3000:]
+    evaluations = {int(step): float(loss) for step, loss in
+                   re.findall(r"Dev evaluation at step (\d+): eval_loss = ([\d.e+-]+)", done.stderr)}
+    best_step = min(evaluations, key=evaluations.get)
+    stop = max(evaluations)  # two evaluations after the best one, well before the 14 steps of 4 epochs
+    assert stop == best_step + 4 < 14 and f"Early stop at step {stop} of 14" in done.stderr, done.stderr[-3000:]
+    best = results(out / "best")
+    assert best["global_step"] == best_step and (out / "best" / f"model.ckpt-{best_step}.index").exists()
+    assert best["eval_loss"] == pytest.approx(evaluations[best_step], rel=1e-5)
+    assert (out / "best" / "labels.txt").read_text() == "ham\nspam\n"
+    again = run("run_classifier.py", model_dir, task_name="custom", text_a_column="message", data_dir=data,
+                output_dir=tmp_path / "from_best", do_eval=True, init_checkpoint=out / "best")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert results(tmp_path / "from_best")["eval_loss"] == pytest.approx(best["eval_loss"], rel=1e-5)
+    bad = run("run_classifier.py", model_dir, task_name="custom", text_a_column="message", data_dir=data,
+              output_dir=tmp_path / "bad", do_train=True, best_metric="eval_nothing")
+    assert bad.returncode == 1 and "--best_metric=eval_nothing is not an evaluation result" in bad.stderr
 
 
 def test_ner(model_dir, tmp_path):
