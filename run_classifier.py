@@ -10,10 +10,10 @@ The original's flags and defaults, e.g. the google-research/bert README command 
 Tasks: cola, sst-2 (sst2), mrpc, sts-b (stsb, regression), qqp, mnli (matched and mismatched dev/test), qnli,
 rte, wnli, ax (predict only, with an MNLI model), xnli (`--xnli_language`), and `custom`: your own
 train/dev/test .tsv/.csv/.jsonl files with `--text_a_column`, `--text_b_column`, `--label_column`,
-`--id_column`, `--label_list` or `--regression`. Or, instead of --task_name, `--tfds_name=glue/mrpc` (any
-GLUE config, or another TFDS set with `--text_a_column`...) reads TensorFlow Datasets into --data_dir (TFDS's
-feature names and label order; needs `pip install tensorflow-datasets`). `--truncation` picks which pieces of a long single text
-are kept (head, tail, head+tail).
+`--id_column`, `--label_list` or `--regression`. Or, instead of --task_name, `--tfds_name=glue/mrpc` (any GLUE
+config, or another TFDS set with `--text_a_column`...) reads TensorFlow Datasets into --data_dir (TFDS's
+feature names and label order; needs `pip install tensorflow-datasets`). `--truncation` picks which pieces of
+a long single text are kept (head, tail, head+tail).
 
 Writes to --output_dir: model.ckpt-N (training), eval_results.txt (eval_accuracy, eval_loss, the task's GLUE
 metrics such as eval_f1 / eval_mcc / eval_pearson / eval_spearman, global_step, loss; MNLI adds
@@ -21,6 +21,7 @@ eval_mismatched_*), test_results.tsv (one line of class probabilities, or the sc
 MNLI's mismatched test set: test_mismatched_results.tsv) and the GLUE leaderboard file ({TASK}.tsv).
 """
 
+import functools
 import os
 
 import numpy as np
@@ -70,6 +71,7 @@ def get_processor():
     return glue_tasks.get_processor(name)
 
 
+@functools.cache  # read once, also when the dev set is evaluated at every checkpoint
 def features_of(processor, split, tokenizer):
     examples = processor.get_examples(FLAGS.data_dir, split)
     return examples, classification.convert_examples(examples, processor.get_labels(), FLAGS.max_seq_length,
@@ -87,7 +89,8 @@ def evaluate(tuner, processor, split, tokenizer):
         results.update(glue_metrics.compute(processor.metrics, labels, scores))
         return results
     predictions = outputs.argmax(-1)
-    results = {"loss": float(np.mean(softmax_cross_entropy(outputs, labels))), "accuracy": glue_metrics.accuracy(labels, predictions)}
+    results = {"loss": float(np.mean(softmax_cross_entropy(outputs, labels))),
+               "accuracy": glue_metrics.accuracy(labels, predictions)}
     results.update(glue_metrics.compute(processor.metrics, labels, predictions))
     if isinstance(processor, classification.ColumnProcessor):
         results.update(glue_metrics.per_class_f1(labels, predictions, processor.get_labels()))

@@ -15,6 +15,7 @@ computed as conlleval, token eval_accuracy, eval_loss, global_step, loss), eval_
 test_predictions.txt (`word [gold] predicted` per line: conlleval's input format).
 """
 
+import functools
 import os
 
 import numpy as np
@@ -34,6 +35,7 @@ flags.DEFINE_string("dev_file", "dev.txt", "Dev sentences (CoNLL format, tagged)
 flags.DEFINE_string("test_file", "test.txt", "Sentences to tag (CoNLL format, tags optional), in --data_dir.")
 
 
+@functools.cache  # read once, also when the dev set is evaluated at every checkpoint
 def read(name):
     return tagging.read_conll(os.path.join(FLAGS.data_dir, name))
 

@@ -12,6 +12,7 @@ eval_results.txt (eval_accuracy, eval_loss, global_step, loss) and test_results.
 each ending, one line per test example).
 """
 
+import functools
 import os
 
 import numpy as np
@@ -28,6 +29,7 @@ FLAGS = flags.FLAGS
 FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
 
 
+@functools.cache  # read once, also when the dev set is evaluated at every checkpoint
 def features_of(split, tokenizer):
     examples = multiple_choice.read_swag(os.path.join(FLAGS.data_dir, FILES[split]), split)
     return multiple_choice.convert_examples(examples, FLAGS.max_seq_length, tokenizer)
