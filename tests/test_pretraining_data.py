@@ -30,11 +30,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
-def tokenizer(minilm_dir):
-    return FullTokenizer(os.path.join(minilm_dir, "vocab.txt"))
-
-
-@pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     return prepared_corpus(tmp_path_factory, 100, 130)
 

@@ -9,15 +9,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data import squad, squad_records
-from bert_tf.tokenization import FullTokenizer
 from tests.squad_fixtures import make_hard_squad, original_run_squad
 
 SETTINGS = {"max_seq_length": 96, "doc_stride": 24, "max_query_length": 12}
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_dir):
-    return FullTokenizer(os.path.join(minilm_dir, "vocab.txt"), do_lower_case=True)
 
 
 def _hard_file(tmp_path_factory, tokenizer, version_2):

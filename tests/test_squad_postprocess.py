@@ -10,13 +10,7 @@ from bert_tf.data import squad
 from bert_tf.data.squad_postprocess import (RawResult, compute_predictions, get_final_text,
                                             write_predictions)
 from bert_tf.evaluate_squad import evaluate
-from bert_tf.tokenization import FullTokenizer
 from tests.squad_fixtures import gold_logits, make_hard_squad, original_run_squad
-
-
-@pytest.fixture(scope="module")
-def tokenizer(minilm_dir):
-    return FullTokenizer(os.path.join(minilm_dir, "vocab.txt"), do_lower_case=True)
 
 
 def _features(path, tokenizer, version_2, is_training, settings):
