@@ -146,7 +146,7 @@ def main(_):
             load_checkpoint(model, FLAGS.init_checkpoint)
         optimizer = optimization.create_optimizer(
             FLAGS.optimizer, FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
-            model.trainable_variables, decay_power=FLAGS.lr_decay_power, loss_scaling=policy == "mixed_float16")
+            decay_power=FLAGS.lr_decay_power, loss_scaling=policy == "mixed_float16")
     trainer = loop.Trainer(strategy, model, optimizer, FLAGS.train_batch_size, FLAGS.num_accumulation_steps,
                            use_xla=use_xla, flops_per_example=loop.training_flops_per_example(
                                config, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq))

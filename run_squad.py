@@ -119,7 +119,7 @@ def train(strategy, model, tokenizer, config, use_xla, policy):
     num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
     with strategy.scope():
         optimizer = optimization.create_optimizer(
-            FLAGS.optimizer, FLAGS.learning_rate, num_train_steps, num_warmup_steps, model.trainable_variables,
+            FLAGS.optimizer, FLAGS.learning_rate, num_train_steps, num_warmup_steps,
             loss_scaling=policy == "mixed_float16")
     trainer = loop.Trainer(strategy, model, optimizer, FLAGS.train_batch_size, FLAGS.num_accumulation_steps,
                            use_xla=use_xla,

@@ -93,11 +93,10 @@ def bert_tf_step(case, config, features):
     with strategy.scope():
         model = BertPretrainer(config)
         model.build()
-        optimizer = optimization.create_optimizer("adamw", 1e-4, 10_000, 100, model.trainable_variables)
+        optimizer = optimization.create_optimizer("adamw", 1e-4, 10_000, 100)
     trainer = loop.Trainer(strategy, model, optimizer, case["batch_size"], use_xla=case["xla"])
     iterator = iter(tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in features.items()}).repeat())
-    one = tf.constant(1)
-    return lambda: {k: v.numpy() for k, v in trainer._train_loop(iterator, one).items()}
+    return lambda: trainer.run_steps(iterator, 1)
 
 
 def keras_hub_step(case, config, features):
@@ -245,23 +244,13 @@ def peer_python():
     """The python of the peers' venv (torch, transformers, tensorflow, keras, keras-hub, pinned), built once
     per machine under ~/.cache."""
     import platform
-    import venv
     import keras
     import tensorflow as tf
-    from tests.test_export import _build_once
+    from tools.pinned_venv import pinned_venv_python
     pins = [f"torch=={TORCH}", f"transformers=={TRANSFORMERS}", f"tensorflow=={tf.__version__}",
             f"keras=={keras.__version__}", f"keras-hub=={KERAS_HUB}"]
     key = f"py{platform.python_version()}-" + "-".join(pin.replace("==", "") for pin in pins)
-    directory = os.path.join(os.path.expanduser("~"), ".cache", f"bert_tf_bench_venv-{key}")
-
-    def build(path):
-        venv.EnvBuilder(with_pip=True, clear=True).create(path)
-        result = subprocess.run([os.path.join(path, "bin", "python"), "-m", "pip", "install", "--quiet",
-                                 "--disable-pip-version-check", *pins], capture_output=True, text=True, timeout=3600)
-        if result.returncode:
-            raise RuntimeError(f"cannot build the benchmark venv in {path}: {result.stderr[-3000:]}")
-
-    return os.path.join(_build_once(directory, build), "bin", "python")
+    return pinned_venv_python(f"bert_tf_bench_venv-{key}", pins)
 
 
 def run_case(case, python, timeout):
@@ -365,6 +354,7 @@ def main():
     names = {"bert_tf": "bert_tf", "keras_hub": "KerasHub", "torch": "HF torch"}
     table = ["| task | library | batch | seq | dtype | XLA | median ms | examples/s | tokens/s | MFU | runs |",
              "|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|"]
+    best_settings = {}  # (task, batch, seq) -> {library: (examples/s, setting)}
     for i, case in enumerate(cases):
         b, t = case["batch_size"], case["seq_length"]
         xla = "-" if case["library"] == "torch" else ("on" if case["xla"] else "off")
@@ -380,6 +370,18 @@ def main():
         mfu = b / median * flops / peak[case["dtype"]] if peak[case["dtype"]] else float("nan")
         table.append(f"{head} {median * 1e3:.1f} | {b / median:.2f} | {b * t / median:,.0f} | {mfu:.1%} | "
                      f"{len(results[i])} |")
+        setting = f"{case['dtype']}" + ("" if case["library"] == "torch" else f", XLA {xla}")
+        best = best_settings.setdefault((case["task"], b, t), {})
+        if b / median > best.get(case["library"], (0.0, ""))[0]:
+            best[case["library"]] = (b / median, setting)
+    table += ["", "Each library in its best setting (precision x XLA) of this run, examples/s:", "",
+              "| task | batch | seq | " + " | ".join(names[lib] for lib in libraries) + " | bert_tf / best peer |",
+              "|---|---:|---:|" + "---|" * len(libraries) + "---:|"]
+    for (task, b, t), best in best_settings.items():
+        cells = [f"{best[lib][0]:.2f} ({best[lib][1]})" if lib in best else "failed" for lib in libraries]
+        peers = [best[lib][0] for lib in best if lib != "bert_tf"]
+        ratio = f"{best['bert_tf'][0] / max(peers):.2f}x" if "bert_tf" in best and peers else "-"
+        table.append(f"| {task} | {b} | {t} | " + " | ".join(cells) + f" | {ratio} |")
     peak_text = ", ".join(f"{d} {peak[d] / 1e12:.3f} TFLOP/s" for d in dtypes)
     text = "\n".join([
         "", f"## bench_models.py{f' ({args.note})' if args.note else ''} — {datetime.date.today().isoformat()}", "",

@@ -90,7 +90,7 @@ class FineTuner:
         with self.strategy.scope():
             optimizer = optimization.create_optimizer(
                 options.optimizer, options.learning_rate, num_train_steps, num_warmup_steps,
-                self.model.trainable_variables, loss_scaling=options.loss_scaling)
+                loss_scaling=options.loss_scaling)
         trainer = loop.Trainer(self.strategy, self.model, optimizer, options.train_batch_size,
                                options.num_accumulation_steps, use_xla=options.use_xla)
         logging.info("***** Running training: %d examples, batch size %d, %d steps (%d warmup) *****", count,

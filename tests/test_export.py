@@ -6,14 +6,11 @@ The exports and the fresh-process run are made once per test session and shared 
 """
 
 import base64
-import fcntl
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import venv
 
 import keras
 import numpy as np
@@ -27,6 +24,7 @@ from bert_tf.modeling.encoder import INPUT_NAMES
 from bert_tf.modeling.models import BertPretrainer
 from bert_tf.tokenization import FullTokenizer
 from tests import tokenizer_data
+from tools.pinned_venv import build_once, pinned_venv_python
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIENT = os.path.join(ROOT, "tests", "export_client.py")
@@ -108,20 +106,6 @@ def assert_close(got, expected, what):
 
 # ------------------------------------------------------------------------------------- shared resources
 
-def _build_once(directory, build):
-    """Runs build(directory) unless a previous run completed it (marker file), under an exclusive file lock:
-    one pytest-xdist worker builds, the other waits and reuses."""
-    os.makedirs(os.path.dirname(directory), exist_ok=True)
-    with open(directory + ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
-        if not os.path.exists(os.path.join(directory, ".complete")):
-            shutil.rmtree(directory, ignore_errors=True)
-            os.makedirs(directory)
-            build(directory)
-            open(os.path.join(directory, ".complete"), "w").close()
-    return directory
-
-
 def _shared_dir(tmp_path_factory, name):
     """A directory shared by the xdist workers of this session (a private one without xdist)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -135,18 +119,8 @@ def client_python():
     built once per machine."""
     key = (f"py{sys.version_info.major}.{sys.version_info.minor}-tensorflow{tf.__version__}-"
            f"text{tensorflow_text.__version__}")
-    directory = os.path.join(os.path.expanduser("~"), ".cache", f"bert_tf_test_venv-{key}")
-
-    def build(path):
-        venv.EnvBuilder(with_pip=True, clear=True).create(path)
-        result = subprocess.run(
-            [os.path.join(path, "bin", "python"), "-m", "pip", "install", "--quiet",
-             "--disable-pip-version-check", f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}"],
-            capture_output=True, text=True, timeout=1200)
-        if result.returncode:
-            raise RuntimeError(f"cannot build the client venv in {path}: {result.stderr[-3000:]}")
-
-    return os.path.join(_build_once(directory, build), "bin", "python")
+    return pinned_venv_python(f"bert_tf_test_venv-{key}", [f"tensorflow=={tf.__version__}",
+                                                           f"tensorflow-text=={tensorflow_text.__version__}"], 1200)
 
 
 @pytest.fixture(scope="session")
@@ -190,7 +164,7 @@ def exports(tmp_path_factory, minilm_dir, minilm):
             output = script.communicate(timeout=600)[0]
             assert script.returncode == 0, output[-3000:]
 
-    return _build_once(_shared_dir(tmp_path_factory, "exports"), build)
+    return build_once(_shared_dir(tmp_path_factory, "exports"), build)
 
 
 @pytest.fixture(scope="session")
@@ -277,7 +251,7 @@ def run_client(tmp_path_factory, name, client_python, make_requests):
             env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "TF_CPP_MIN_LOG_LEVEL": "2"})
         assert result.returncode == 0, result.stderr[-5000:]
 
-    directory = _build_once(_shared_dir(tmp_path_factory, name), build)
+    directory = build_once(_shared_dir(tmp_path_factory, name), build)
     with np.load(os.path.join(directory, "outputs.npz")) as data:
         outputs = dict(data)
     with open(os.path.join(directory, "errors.json"), encoding="utf-8") as f:

@@ -27,9 +27,10 @@ from bert_tf.modeling.task_model import BertTaskModel
 from bert_tf.modeling.token_classifier import BertTokenClassifier
 from bert_tf.tokenization import FullTokenizer
 from tests import test_export
-from tests.test_export import (SEQ_LENGTH, _build_once, _shared_dir, assert_close, client_outputs, export_script,
+from tests.test_export import (SEQ_LENGTH, _shared_dir, assert_close, client_outputs, export_script,
                                listed_signatures, python_pack, run_client, run_model, serialized_example,
                                serialized_features, strings)
+from tools.pinned_venv import build_once
 
 WORDS = "the cat dog sat on mat ran fast who where is was in park big red paris john mary lives works at".split()
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *"abcdefghijklmnopqrstuvwxyz.,?!",
@@ -96,7 +97,7 @@ def finetuned(tmp_path_factory):
             output = script.communicate(timeout=600)[0]
             assert script.returncode == 0, output[-3000:]
 
-    return _build_once(_shared_dir(tmp_path_factory, "task_exports"), build)
+    return build_once(_shared_dir(tmp_path_factory, "task_exports"), build)
 
 
 @pytest.fixture(scope="session")

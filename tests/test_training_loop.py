@@ -43,7 +43,7 @@ def make_trainer(batch_size, steps, accumulation=1, learning_rate=1e-3, seed=5, 
     with strategy.scope():
         model = BertPretrainer(tiny_config())
         model.build()
-        opt = optimization.create_optimizer(optimizer, learning_rate, steps, 0, model.trainable_variables,
+        opt = optimization.create_optimizer(optimizer, learning_rate, steps, 0,
                                             loss_scaling=keras.mixed_precision.global_policy().name == "mixed_float16")
     return loop.Trainer(strategy, model, opt, batch_size, num_accumulation_steps=accumulation)
 

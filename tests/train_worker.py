@@ -49,8 +49,7 @@ def main():
     with strategy.scope():
         model = BertPretrainer(config)
         model.build()
-        optimizer = optimization.create_optimizer("adam_weight_decay", args.learning_rate, args.steps, 2,
-                                                  model.trainable_variables)
+        optimizer = optimization.create_optimizer("adam_weight_decay", args.learning_rate, args.steps, 2)
     trainer = loop.Trainer(strategy, model, optimizer, args.batch_size, num_accumulation_steps=args.accumulation,
                            use_xla=args.use_xla)
 

@@ -5,7 +5,7 @@ import math
 import keras
 from keras import ops
 
-from bert_tf.modeling import initializers
+from bert_tf.modeling.dense import BertDense
 
 # The original adds -10000 to the logits of masked keys; with float32 logits this is exact under any policy.
 MASK_LOGIT = -10000.0
@@ -38,10 +38,9 @@ class BertSelfAttention(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.dropout_rate = dropout_rate
         self.head_size = hidden_size // num_attention_heads
-        init = initializers.truncated_normal(initializer_range)
-        self.query = keras.layers.Dense(hidden_size, kernel_initializer=init, name="query")
-        self.key = keras.layers.Dense(hidden_size, kernel_initializer=init, name="key")
-        self.value = keras.layers.Dense(hidden_size, kernel_initializer=init, name="value")
+        self.query = BertDense(hidden_size, initializer_range=initializer_range, name="query")
+        self.key = BertDense(hidden_size, initializer_range=initializer_range, name="key")
+        self.value = BertDense(hidden_size, initializer_range=initializer_range, name="value")
         self.dropout = keras.layers.Dropout(dropout_rate)
 
     def build(self, input_shape):

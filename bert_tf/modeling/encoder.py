@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from bert_tf.config import BertConfig
-from bert_tf.modeling import initializers
+from bert_tf.modeling.dense import BertDense
 from bert_tf.modeling.embeddings import BertEmbeddings
 from bert_tf.modeling.transformer import BertTransformerLayer
 
@@ -44,9 +44,8 @@ class BertEncoder(keras.Model):
                 config.initializer_range, config.hidden_dropout_prob, config.attention_probs_dropout_prob,
                 config.layer_norm_eps, name=f"layer_{i}")
             for i in range(config.num_hidden_layers)]
-        self.pooler = keras.layers.Dense(
-            config.hidden_size, activation="tanh",
-            kernel_initializer=initializers.truncated_normal(config.initializer_range), name="dense")
+        self.pooler = BertDense(config.hidden_size, activation="tanh",
+                                initializer_range=config.initializer_range, name="dense")
 
     def build(self, input_shape=None):
         hidden_shape = (None, None, self.config.hidden_size)

@@ -8,6 +8,7 @@ from keras import ops
 
 from bert_tf.modeling import initializers
 from bert_tf.modeling.activations import get_activation
+from bert_tf.modeling.dense import BertDense
 
 
 def gather_positions(sequence, positions):
@@ -36,9 +37,8 @@ class MaskedLMHead(keras.layers.Layer):
         self.hidden_act = hidden_act
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
-        self.dense = keras.layers.Dense(
-            hidden_size, activation=get_activation(hidden_act),
-            kernel_initializer=initializers.truncated_normal(initializer_range), name="dense")
+        self.dense = BertDense(
+            hidden_size, activation=get_activation(hidden_act), initializer_range=initializer_range, name="dense")
         self.layer_norm = initializers.layer_norm(layer_norm_eps)
 
     def build(self, input_shape=None):

@@ -6,6 +6,7 @@ from keras import ops
 from bert_tf.modeling import initializers
 from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.attention import BertSelfAttention
+from bert_tf.modeling.dense import BertDense
 
 
 class BertResidualOutput(keras.layers.Layer):
@@ -23,8 +24,7 @@ class BertResidualOutput(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.dropout_rate = dropout_rate
         self.layer_norm_eps = layer_norm_eps
-        self.dense = keras.layers.Dense(
-            hidden_size, kernel_initializer=initializers.truncated_normal(initializer_range), name="dense")
+        self.dense = BertDense(hidden_size, initializer_range=initializer_range, name="dense")
         self.dropout = keras.layers.Dropout(dropout_rate)
         self.layer_norm = initializers.layer_norm(layer_norm_eps)
 
@@ -68,9 +68,9 @@ class BertTransformerLayer(keras.layers.Layer):
             num_attention_heads, hidden_size, initializer_range, attention_probs_dropout_prob, name="self")
         self.attention_output = BertResidualOutput(
             hidden_size, initializer_range, hidden_dropout_prob, layer_norm_eps, name="output")
-        self.intermediate = keras.layers.Dense(
-            intermediate_size, activation=get_activation(hidden_act),
-            kernel_initializer=initializers.truncated_normal(initializer_range), name="dense")
+        self.intermediate = BertDense(
+            intermediate_size, activation=get_activation(hidden_act), initializer_range=initializer_range,
+            name="dense")
         self.output_block = BertResidualOutput(
             hidden_size, initializer_range, hidden_dropout_prob, layer_norm_eps, name="output")
 

@@ -160,6 +160,12 @@ class Trainer:
         """Training steps done (optimizer updates, skipped float16 overflow steps included)."""
         return int(self._step.numpy())
 
+    def run_steps(self, iterator, num_steps):
+        """Runs `num_steps` (>= 1) optimizer updates on the batches of `iterator` (an iterator over a dataset of
+        global batches), with no checkpoint or log: what `train` does between two logs, e.g. to time the step.
+        Returns the metric sums over the steps, {name: float}."""
+        return {k: float(v) for k, v in self._train_loop(iterator, tf.constant(num_steps)).items()}
+
     # ------------------------------------------------------------------------------- replica functions
 
     def _sums(self, features, outputs):
@@ -316,7 +322,7 @@ class Trainer:
                 next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
                 num_steps = min(steps_per_loop, num_train_steps - step, next_save - step)
                 started = time.perf_counter()
-                sums = {k: float(v) for k, v in self._train_loop(iterator, tf.constant(num_steps)).items()}
+                sums = self.run_steps(iterator, num_steps)
                 elapsed = time.perf_counter() - started
                 step = self.step
                 results = _metrics(sums, num_steps)
