@@ -14,8 +14,8 @@ class BertDense(keras.layers.Layer):
     checkpoint scopes (`.../query/kernel`) are unchanged. The difference is the graph: Keras' Dense runs a
     rank-3 input through Tensordot (MatMul, then a Reshape, then BiasAdd), and the Reshape between MatMul and
     BiasAdd stops TensorFlow's remapper from fusing them; here the input is flattened to [N, in] first, so
-    MatMul + BiasAdd + GELU become one oneDNN (CPU) / cuBLASLt (GPU) fused kernel. Measured in
-    bench/RESULTS.md ("BertDense").
+    MatMul + BiasAdd + GELU become one oneDNN (CPU) / cuBLASLt (GPU) fused kernel. The feed-forward
+    block runs 1.41x faster under mixed_bfloat16 and 1.12x in float32 on CPU (bench/bench_optimisations.py).
 
     Call: x [..., in] -> [..., units] in the compute dtype.
     """
