@@ -40,16 +40,22 @@ def read(name):
     return tagging.read_conll(os.path.join(FLAGS.data_dir, name))
 
 
-def predict(tuner, sentences, labels, tokenizer, batch_size):
-    """(predicted tags per sentence, logits [N, T, L], features)."""
-    features, positions = tagging.convert_sentences(sentences, labels, FLAGS.max_seq_length, tokenizer)
+@functools.cache  # converted once too
+def convert(name, labels, tokenizer):
+    """(features, positions) of the sentences of file `name`; `labels` a tuple."""
+    return tagging.convert_sentences(read(name), list(labels), FLAGS.max_seq_length, tokenizer)
+
+
+def predict(tuner, name, labels, tokenizer, batch_size):
+    """(sentences of file `name`, their predicted tags, logits [N, T, L], features)."""
+    sentences = read(name)
+    features, positions = convert(name, tuple(labels), tokenizer)
     logits = tuner.predict(features, batch_size)
-    return tagging.predicted_tags(logits, positions, labels, sentences), logits, features
+    return sentences, tagging.predicted_tags(logits, positions, labels, sentences), logits, features
 
 
 def evaluate(tuner, labels, tokenizer):
-    sentences = read(FLAGS.dev_file)
-    predicted, logits, features = predict(tuner, sentences, labels, tokenizer, FLAGS.eval_batch_size)
+    sentences, predicted, logits, features = predict(tuner, FLAGS.dev_file, labels, tokenizer, FLAGS.eval_batch_size)
     gold = [s.tags for s in sentences]
     if tagging.is_iobes(labels):
         gold, predicted_bio = [conlleval.to_bio(t) for t in gold], [conlleval.to_bio(t) for t in predicted]
@@ -72,13 +78,12 @@ def main(_):
     finetuning.write_labels(FLAGS.output_dir, labels)
     tuner = finetuning_flags.create_finetuner(strategy, lambda: BertTokenClassifier(config, len(labels)))
     if FLAGS.do_train:
-        features, _ = tagging.convert_sentences(train, labels, FLAGS.max_seq_length, tokenizer)
+        features, _ = convert(FLAGS.train_file, tuple(labels), tokenizer)
         finetuning_flags.train(tuner, features, lambda: evaluate(tuner, labels, tokenizer))
     if FLAGS.do_eval:
         training_flags.write_results(evaluate(tuner, labels, tokenizer))
     if FLAGS.do_predict:
-        sentences = read(FLAGS.test_file)
-        predicted = predict(tuner, sentences, labels, tokenizer, FLAGS.predict_batch_size)[0]
+        sentences, predicted, _, _ = predict(tuner, FLAGS.test_file, labels, tokenizer, FLAGS.predict_batch_size)
         tagging.write_predictions(os.path.join(FLAGS.output_dir, "test_predictions.txt"), sentences, predicted)
 
 

@@ -22,7 +22,7 @@ from absl import flags, logging
 import training_flags
 from bert_tf import BertConfig, scripting
 from bert_tf.checkpoints import load_checkpoint
-from bert_tf.data import pipeline, tfrecord
+from bert_tf.data import pipeline
 from bert_tf.data.masking import MaskingConfig
 from bert_tf.modeling.models import BertPretrainer
 from bert_tf.tokenization import load_vocab
@@ -65,36 +65,6 @@ for _name in ("input_file", "bert_config_file", "output_dir"):
     flags.mark_flag_as_required(_name)
 
 
-def check_records(files, config, masked):
-    """ValueError, before any training, if the first records of `files` do not fit the flags or the config."""
-    records = list(tf.data.TFRecordDataset(files[:1]).take(100).as_numpy_iterator())
-    if not records:
-        raise ValueError(f"{files[0]}: no records")
-    max_id = 0
-    for record in records:
-        features = tf.train.Example.FromString(record).features.feature
-        if "input_ids" not in features:
-            raise ValueError(f"{files[0]}: not pretraining records (features {sorted(features)})")
-        lengths = {"input_ids": FLAGS.max_seq_length}
-        if masked:
-            lengths[tfrecord.MASKED_LM_INT_FEATURES[0]] = FLAGS.max_predictions_per_seq
-        for name, expected in lengths.items():
-            if name not in features:
-                raise ValueError(f"{files[0]}: records have no {name}; they are unmasked records "
-                                 "(create_pretraining_data --dynamic_masking): pass --dynamic_masking")
-            found = len(features[name].int64_list.value)
-            if found != expected:
-                flag = "max_seq_length" if name == "input_ids" else "max_predictions_per_seq"
-                raise ValueError(f"{files[0]}: records have {name} of length {found} but --{flag}={expected}; "
-                                 "pass the value the data was created with")
-        if not masked and tfrecord.MASKED_LM_INT_FEATURES[0] in features:
-            raise ValueError(f"{files[0]}: records are already masked; drop --dynamic_masking")
-        max_id = max(max_id, max(features["input_ids"].int64_list.value))
-    if max_id >= config.vocab_size:
-        raise ValueError(f"{files[0]}: token id {max_id} but the config's vocab_size={config.vocab_size}; the "
-                         "records were made with another vocab")
-
-
 def check_output_dir(output_dir):
     """OSError now, rather than at the first checkpoint, if `output_dir` cannot be written."""
     os.makedirs(output_dir, exist_ok=True)
@@ -129,7 +99,8 @@ def main(_):
     train_files = pipeline.expand_record_patterns(FLAGS.input_file)
     eval_files = pipeline.expand_record_patterns(FLAGS.eval_input_file or FLAGS.input_file)
     for files in (train_files, eval_files) if FLAGS.do_eval else (train_files,):
-        check_records(files, config, masked=masking is None)
+        pipeline.check_records(files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, config.vocab_size,
+                               masked=masking is None)
     workers, replicas = distribute.num_workers(strategy), strategy.num_replicas_in_sync
     if FLAGS.do_eval and FLAGS.eval_batch_size % replicas:
         raise ValueError(f"eval_batch_size={FLAGS.eval_batch_size} is not a multiple of {replicas} replica(s)")

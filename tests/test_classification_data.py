@@ -7,8 +7,8 @@ import pytest
 
 from bert_tf.data import classification
 from bert_tf.data.classification import ColumnProcessor, InputExample
-from tests.original_bert import import_original
 from tests.original_classifier import original_run_classifier
+from tools.original_bert import import_original
 
 
 def write(path, text):
@@ -77,7 +77,7 @@ def test_bad_files(tmp_path):
     with pytest.raises(ValueError, match=r"dev.tsv:3: 3 columns, expected 2 \(as in the header\)"):
         processor.get_dev_examples(str(tmp_path))
     (tmp_path / "dev.tsv").write_bytes(b"text\tlabel\nhi\t1\n\xff\xfe\t0\n")
-    with pytest.raises(ValueError, match=r"dev.tsv:3: not valid UTF-8"):
+    with pytest.raises(ValueError, match=r"dev.tsv:3: invalid UTF-8"):
         processor.get_dev_examples(str(tmp_path))
     with pytest.raises(ValueError, match="regression task has no label list"):
         ColumnProcessor("text", labels=["a"], regression=True)

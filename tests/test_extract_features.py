@@ -92,7 +92,8 @@ def write(path, text):
 
 BAD_INPUTS = {
     "empty line": ({}, "input.txt:2: empty line"),
-    "invalid utf-8": ({"input": b"fine line\nbad \xff byte\n"}, "input.txt:2: invalid UTF-8 (byte 0xff at column 5)"),
+    "invalid utf-8": ({"input": b"fine line\nbad \xff byte\n"},
+                      "input.txt:2: invalid UTF-8 at byte 4 of the line (invalid start byte"),
     "sequence too long": ({"max_seq_length": "513"}, "max_seq_length=513 must be between 2 and the config's "
                                                      "max_position_embeddings=512"),
     "vocab size": ({"vocab": "short"}, "has 100 tokens but the config says vocab_size=30522"),

@@ -142,3 +142,30 @@ def test_trains_with_the_shared_loop(tiny_config, tmp_path):
     restored = BertClassifier(tiny_config, num_labels=3)
     load_checkpoint(restored, str(tmp_path / "model.ckpt-3"))
     np.testing.assert_allclose(restored(features), model(features), atol=1e-6)
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda config: BertClassifier(config, num_labels=3), (37, 40)),
+    (lambda config: BertTokenClassifier(config, num_labels=5), (37, 40)),
+    (lambda config: BertMultipleChoice(config), (19, CHOICES, 24))])
+def test_predict_in_length_sorted_trimmed_batches_equals_full_length(tiny_config, make, shape):
+    """FineTuner.predict drops the padding a batch shares; outputs equal the full-length forward, in order."""
+    from bert_tf.finetuning import FineTuner, FineTuningOptions
+
+    features = inputs(tiny_config, shape, seed=3)
+    features["input_mask"][0] = 1  # one example uses the whole length, the second half at most 5 positions
+    features["input_mask"][shape[0] // 2:, ..., 5:] = 0
+    features["input_ids"] *= features["input_mask"]
+    tuner = FineTuner(tf.distribute.OneDeviceStrategy("/cpu:0"), lambda: make(tiny_config), FineTuningOptions(),
+                      "unused")
+    expected = tuner.model(features, training=False).numpy()
+    widths = [inputs["input_ids"].shape[-1] for _, inputs in finetuning_pipeline.length_sorted_batches(features, 8)]
+    assert widths[-1] == shape[-1] and min(widths) < shape[-1] and all(w % 8 == 0 or w == shape[-1] for w in widths)
+    got = tuner.predict(features, batch_size=8)
+    assert got.shape == expected.shape
+    if got.ndim == 3:  # per token: the real positions (padding positions beyond a batch's width are zeros)
+        real = features["input_mask"].astype(bool)
+        np.testing.assert_allclose(got[real], expected[real], atol=1e-5)
+        assert not got[-1, -1].any() and got[0, -1].any()  # a short example's last position was cut
+    else:
+        np.testing.assert_allclose(got, expected, atol=1e-5)

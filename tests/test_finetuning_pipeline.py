@@ -33,3 +33,19 @@ def test_eval_keeps_order_and_training_shards_and_repeats():
         finetuning_pipeline.make_dataset(features(3), 4, training=True)
     with pytest.raises(ValueError, match="different numbers of examples"):
         finetuning_pipeline.num_examples({"a": np.zeros(2), "b": np.zeros(3)})
+
+
+def test_trim_padding_cuts_each_batch_to_its_longest_example():
+    lengths = np.array([3, 20, 9, 5, 17, 2])
+    mask = (np.arange(24) < lengths[:, None]).astype(np.int32)
+    tagged = {"input_ids": mask * 7, "input_mask": mask, "segment_ids": mask * 0, "label_ids": mask * 2 - 1,
+              "is_real_example": np.ones(6, np.int32)}
+    batches = list(finetuning_pipeline.make_dataset(tagged, 2, training=False, trim_padding=True))
+    # longest per batch 20, 9, 17 -> rounded up to multiples of 8, at most 24
+    assert [b["input_ids"].shape[1] for b in batches] == [24, 16, 24]
+    assert [b["label_ids"].shape[1] for b in batches] == [24, 16, 24]  # per-token labels follow
+    np.testing.assert_array_equal(batches[1]["input_mask"].numpy(), mask[2:4, :16])
+    classified = {**tagged, "label_ids": np.arange(6, dtype=np.int32)}
+    batch = next(iter(finetuning_pipeline.make_dataset(classified, 4, training=True, seed=1, trim_padding=True)))
+    assert batch["label_ids"].shape == (4,) and batch["input_ids"].shape[1] % 8 == 0
+    assert batch["input_ids"].shape[1] >= batch["input_mask"].numpy().sum(1).max()

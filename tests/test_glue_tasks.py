@@ -234,5 +234,5 @@ def test_bad_input(glue_dir, tmp_path):
     with pytest.raises(ValueError, match="no examples in the dev set"):
         glue_tasks.get_processor("sst-2").get_dev_examples(str(tmp_path))
     (tmp_path / "dev.tsv").write_bytes("sentence\tlabel\ncaf\xe9\t1\n".encode("latin-1"))
-    with pytest.raises(ValueError, match=r"dev.tsv:2: not valid UTF-8"):
+    with pytest.raises(ValueError, match=r"dev.tsv:2: invalid UTF-8"):
         glue_tasks.get_processor("sst-2").get_dev_examples(str(tmp_path))

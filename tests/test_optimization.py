@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.training import optimization
-from tests.original_bert import import_original
+from tools.original_bert import import_original
 
 SHAPES = {"layer/kernel": (5, 3), "layer/bias": (3,), "LayerNorm/gamma": (3,), "output_weights": (3, 2)}
 

@@ -13,8 +13,8 @@ from bert_tf.data.corpus import CorpusReader
 from bert_tf.data.masking import MaskingConfig, mask_tokens, num_to_predict
 from bert_tf.data.pipeline import pretraining_dataset, record_stats
 from bert_tf.data.pretraining import InstanceMaker, InstanceOptions
-from tests.original_bert import import_original
 from tests.sotu_speeches import prepared_corpus
+from tools.original_bert import import_original
 
 SEQ, PREDICTIONS = 64, 10
 

@@ -11,7 +11,7 @@ import tensorflow as tf
 from bert_tf import BertConfig
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.modeling.models import BertPretrainer
-from tests.original_bert import import_original
+from tools.original_bert import import_original
 
 BATCH, SEQ, PREDICTIONS = 5, 11, 3
 

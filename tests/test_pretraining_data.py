@@ -23,8 +23,8 @@ from bert_tf.data.pretraining import (ChunkTokenizer, InstanceMaker, InstanceOpt
                                       create_instances_from_document, truncate_seq_pair)
 from bert_tf.data.record_framing import RecordFramer
 from bert_tf.tokenization import FullTokenizer
-from tests.original_bert import import_original
 from tests.sotu_speeches import SPEECHES, prepared_corpus
+from tools.original_bert import import_original
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

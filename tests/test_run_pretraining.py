@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from tests import pretraining_records
-from tests.original_bert import import_original
+from tools.original_bert import import_original
 from tools import pypi_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

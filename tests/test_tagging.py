@@ -46,7 +46,7 @@ def test_bad_files(tmp_path):
     with pytest.raises(ValueError, match="bad.txt: no sentences"):
         tagging.read_conll(str(path))
     path.write_bytes(b"caf\xe9 O\n")
-    with pytest.raises(ValueError, match=r"bad.txt:1: not valid UTF-8"):
+    with pytest.raises(ValueError, match=r"bad.txt:1: invalid UTF-8"):
         tagging.read_conll(str(path))
 
 

@@ -11,12 +11,12 @@ The GLUE tasks are in `bert_tf.data.glue_tasks`; `ColumnProcessor` reads a user'
 
 import csv
 import dataclasses
-import json
 import os
 
 import numpy as np
 from absl import logging
 
+from bert_tf.data.corpus import parse_json_object, read_lines
 from bert_tf.data.packing import pack_tokens
 
 TRUNCATIONS = ("head", "tail", "head+tail")
@@ -35,19 +35,6 @@ class InputExample:
 
 
 # ------------------------------------------------------------------------------------------------ reading
-
-def read_lines(path):
-    """Yields (line number from 1, text without its line end) of a UTF-8 file; ValueError naming
-    `path:line` for bytes that are not UTF-8."""
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{path}:{number}: not valid UTF-8 ({e.reason} at byte {e.start} of the line: "
-                                 f"{raw[max(0, e.start - 10):e.end + 10]!r}); re-encode the file as UTF-8") from None
-            yield number, text.rstrip("\r\n")
-
 
 def read_rows(path, file_format):
     """Yields (line number, row) of a table file: a list of str for "tsv" (split at tabs, no quoting, as
@@ -74,13 +61,7 @@ def read_rows(path, file_format):
         for number, text in lines:
             if not text.strip():
                 continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{number}: not a JSON object ({e})") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-            yield number, row
+            yield number, parse_json_object(text, path, number)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,6 +19,39 @@ INVALID_UTF8_HELP = "A line that is not valid UTF-8 is an error naming file:line
 INPUT_FORMATS = ("text", "jsonl")
 
 
+def decode_line(raw, path, number):
+    """The text of line `number` (1-based) of `path`, given its raw bytes, without the line end.
+
+    Raises:
+      ValueError naming `path:number` and the bytes around the error, if the line is not UTF-8.
+    """
+    try:
+        return raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}:{number}: invalid UTF-8 at byte {e.start} of the line ({e.reason}: "
+                         f"{raw[max(0, e.start - 10):e.end + 10]!r})") from None
+
+
+def read_lines(path):
+    """Yields (line number from 1, text without its line end) of a UTF-8 file; ValueError naming `path:line`
+    for a line that is not UTF-8 (`CorpusReader` can skip such lines instead)."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            yield number, decode_line(raw, path, number)
+
+
+def parse_json_object(text, path, number):
+    """The dict that line `number` of `path` holds (JSON lines); ValueError naming `path:number` if the
+    line is not valid JSON or not an object."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{number}: not valid JSON ({e})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
+    return record
+
+
 def expand_input_patterns(patterns):
     """Comma-separated (or list of) file names and glob patterns -> list of file names.
 
@@ -77,22 +110,21 @@ class CorpusReader:
     def lines(self, path):
         """Yields (line_number, text) for each line of `path`: 1-based numbers, text without its line end.
 
-        Lines end at "\\n" only (like the original's `tf.gfile` reader). A skipped line is not yielded.
+        Lines end at "\\n" only (like the original's `tf.gfile` reader; a "\\r" before it is dropped too). A
+        skipped line is not yielded.
         """
         with open(path, "rb") as f:
             for number, raw in enumerate(f, start=1):
                 self.bytes_read += len(raw)
                 try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    message = (f"{path}:{number}: invalid UTF-8 at byte {e.start} of the line "
-                               f"({e.reason}: {raw[e.start:e.end]!r})")
+                    text = decode_line(raw, path, number)
+                except ValueError as e:
                     if self.invalid_utf8 == "error":
-                        raise ValueError(f"{message}; pass --invalid_utf8=skip to drop such lines") from None
+                        raise ValueError(f"{e}; pass --invalid_utf8=skip to drop such lines") from None
                     self.skipped_lines += 1
-                    logging.warning("%s; line skipped", message)
+                    logging.warning("%s; line skipped", e)
                     continue
-                yield number, text.rstrip("\n")
+                yield number, text
 
     def documents(self, files):
         """Yields the `Document`s of `files` in order.
@@ -142,14 +174,10 @@ class CorpusReader:
             for number, line in self.lines(path):
                 if not line.strip():
                     continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{number}: not valid JSON ({e})") from None
-                if not isinstance(record, dict) or not isinstance(record.get(text_field), str):
-                    keys = sorted(record) if isinstance(record, dict) else type(record).__name__
+                record = parse_json_object(line, path, number)
+                if not isinstance(record.get(text_field), str):
                     raise ValueError(f"{path}:{number}: expected a JSON object with a string field "
-                                     f"{text_field!r}, got {keys}")
+                                     f"{text_field!r}, got {sorted(record)}")
                 yield [p for p in record[text_field].split("\n") if p.strip()]
         else:
             raise ValueError(f"input_format={input_format!r}; expected one of {INPUT_FORMATS}")

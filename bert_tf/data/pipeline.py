@@ -36,6 +36,39 @@ def expand_record_patterns(input_patterns):
     return files
 
 
+def check_records(files, max_seq_length, max_predictions_per_seq, vocab_size, masked):
+    """ValueError, before any training, if the first records of `files` do not fit the flags or the config:
+    `input_ids` of another length than max_seq_length, masked positions of another length than
+    max_predictions_per_seq, masked records where unmasked ones are expected (`masked=False`, dynamic
+    masking) or the reverse, token ids >= vocab_size, or not pretraining records at all."""
+    records = list(tf.data.TFRecordDataset(files[:1]).take(100).as_numpy_iterator())
+    if not records:
+        raise ValueError(f"{files[0]}: no records")
+    max_id = 0
+    for record in records:
+        features = tf.train.Example.FromString(record).features.feature
+        if "input_ids" not in features:
+            raise ValueError(f"{files[0]}: not pretraining records (features {sorted(features)})")
+        lengths = {"input_ids": max_seq_length}
+        if masked:
+            lengths[tfrecord.MASKED_LM_INT_FEATURES[0]] = max_predictions_per_seq
+        for name, expected in lengths.items():
+            if name not in features:
+                raise ValueError(f"{files[0]}: records have no {name}; they are unmasked records "
+                                 "(create_pretraining_data --dynamic_masking): pass --dynamic_masking")
+            found = len(features[name].int64_list.value)
+            if found != expected:
+                flag = "max_seq_length" if name == "input_ids" else "max_predictions_per_seq"
+                raise ValueError(f"{files[0]}: records have {name} of length {found} but --{flag}={expected}; "
+                                 "pass the value the data was created with")
+        if not masked and tfrecord.MASKED_LM_INT_FEATURES[0] in features:
+            raise ValueError(f"{files[0]}: records are already masked; drop --dynamic_masking")
+        max_id = max(max_id, max(features["input_ids"].int64_list.value))
+    if max_id >= vocab_size:
+        raise ValueError(f"{files[0]}: token id {max_id} but the config's vocab_size={vocab_size}; the "
+                         "records were made with another vocab")
+
+
 def pretraining_dataset(input_patterns, batch_size, max_seq_length, max_predictions_per_seq, is_training,
                         input_context=None, dynamic_masking=None, seed=None, shuffle_buffer_size=1000,
                         cycle_length=8):

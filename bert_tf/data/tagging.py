@@ -15,7 +15,7 @@ import re
 import numpy as np
 from absl import logging
 
-from bert_tf.data.classification import read_lines
+from bert_tf.data.corpus import read_lines
 
 IGNORE_LABEL = -100
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")

@@ -1,11 +1,15 @@
 """Activation functions named as in `bert_config.json` (`hidden_act`)."""
 
 import keras
+from keras import ops
 
 
 def gelu(x):
-    """Exact GELU, x * Phi(x) with the erf CDF: what the released Google checkpoints and HF's "gelu" use."""
-    return keras.activations.gelu(x, approximate=False)
+    """Exact GELU, x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))): what the released Google checkpoints and HF's
+    "gelu" use, written as HF writes it. Keras' gelu computes the same function with erfc; in bfloat16 this
+    form's forward + backward is 1.7x faster on CPU (bench/bench_optimisations.py) and oneDNN still fuses it
+    into the preceding MatMul + BiasAdd for inference."""
+    return 0.5 * x * (1.0 + ops.erf(x * 0.7071067811865476))
 
 
 def gelu_tanh(x):

@@ -6,6 +6,7 @@ import keras
 from keras import ops
 
 from bert_tf.modeling.dense import BertDense
+from bert_tf.modeling.dropout import BertDropout
 
 # The original adds -10000 to the logits of masked keys; with float32 logits this is exact under any policy.
 MASK_LOGIT = -10000.0
@@ -41,7 +42,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.query = BertDense(hidden_size, initializer_range=initializer_range, name="query")
         self.key = BertDense(hidden_size, initializer_range=initializer_range, name="key")
         self.value = BertDense(hidden_size, initializer_range=initializer_range, name="value")
-        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dropout = BertDropout(dropout_rate)
 
     def build(self, input_shape):
         for dense in (self.query, self.key, self.value):

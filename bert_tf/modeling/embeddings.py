@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from bert_tf.modeling import initializers
+from bert_tf.modeling.dropout import BertDropout
 
 
 class BertEmbeddings(keras.layers.Layer):
@@ -28,7 +29,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.layer_norm_eps = layer_norm_eps
         self.layer_norm = initializers.layer_norm(layer_norm_eps)
-        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dropout = BertDropout(dropout_rate)
 
     def build(self, input_shape=None):
         init = initializers.truncated_normal(self.initializer_range)

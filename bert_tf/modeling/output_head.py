@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from bert_tf.modeling import initializers
+from bert_tf.modeling.dropout import BertDropout
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -26,7 +27,7 @@ class OutputHead(keras.layers.Layer):
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
         self.dropout_rate = dropout_rate
-        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dropout = BertDropout(dropout_rate)
 
     def build(self, input_shape=None):
         self.output_weights = self.add_weight(

@@ -7,6 +7,7 @@ from bert_tf.modeling import initializers
 from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.attention import BertSelfAttention
 from bert_tf.modeling.dense import BertDense
+from bert_tf.modeling.dropout import BertDropout
 
 
 class BertResidualOutput(keras.layers.Layer):
@@ -25,7 +26,7 @@ class BertResidualOutput(keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.layer_norm_eps = layer_norm_eps
         self.dense = BertDense(hidden_size, initializer_range=initializer_range, name="dense")
-        self.dropout = keras.layers.Dropout(dropout_rate)
+        self.dropout = BertDropout(dropout_rate)
         self.layer_norm = initializers.layer_norm(layer_norm_eps)
 
     def build(self, input_shape):

@@ -1,4 +1,4 @@
-"""Imports Google's original BERT code (PyPI `bert-tensorflow==1.0.4`, TF1 API) as a test oracle.
+"""Imports Google's original BERT code (PyPI `bert-tensorflow==1.0.4`, TF1 API) as the oracle of tests and benchmarks.
 
 The package is installed with `pip install --no-deps bert-tensorflow==1.0.4` (see the Makefile). Its
 modules do `import tensorflow.compat.v1 as tf` or `import tensorflow as tf` and define absl flags at import
