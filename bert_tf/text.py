@@ -47,12 +47,9 @@ _MAX_CHARS_PER_WORD = 200
 _MAX_BYTES_PER_WORD = 4 * _MAX_CHARS_PER_WORD
 _OVERLONG_WORD = "x" * (_MAX_BYTES_PER_WORD + 1)
 _UNK = "[UNK]"
-# The ASCII path: FullTokenizer's control characters (Cc but \t \n \r; NUL), whitespace and punctuation
-# (everything printable that is not a letter or digit) within U+0000..U+007F.
+# The ASCII path: pure-ASCII strings, and FullTokenizer's control characters (Cc but \t \n \r; NUL) there.
 _ASCII_ONLY = "[\\x00-\\x7f]*"
 _ASCII_CONTROL = "[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]"
-_ASCII_PUNCT = "[!-/:-@\\[-`{-~]"
-_ASCII_SPACE_OR_PUNCT = "[\\t\\n\\r ]|" + _ASCII_PUNCT
 
 
 def _sigma_context(char):
@@ -140,6 +137,11 @@ class BertTokenizer(keras.layers.Layer):
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             vocab=self.vocab, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD,
             token_out_type=tf.int32, unknown_token=_UNK, no_pretokenization=True)
+        # For ASCII text FastWordpiece's own pre-tokenization (split at whitespace and punctuation) is the
+        # basic tokenizer's, and bytes are characters, so its byte limit is the 200-character limit.
+        self._ascii_wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=self.vocab, suffix_indicator="##", max_bytes_per_word=_MAX_CHARS_PER_WORD,
+            token_out_type=tf.int32, unknown_token=_UNK, no_pretokenization=False)
 
     def token_to_id(self, token):
         """The id of `token` (e.g. "[CLS]"); ValueError if it is not in the vocab."""
@@ -172,15 +174,13 @@ class BertTokenizer(keras.layers.Layer):
         """ASCII-only tf.string [B] -> int32 RaggedTensor [B, (tokens)].
 
         For ASCII, FullTokenizer's basic tokenizer is: drop control characters, lower-case A-Z (nothing to
-        strip), split at whitespace, and make each punctuation character a word of its own.
+        strip), split at whitespace, and make each punctuation character a word of its own; the last two
+        are what FastWordpieceTokenizer does end to end.
         """
         strings = tf.strings.regex_replace(strings, _ASCII_CONTROL, "")
         if self.do_lower_case:
             strings = tf.strings.lower(strings)
-        words = tf_text.regex_split(strings, _ASCII_SPACE_OR_PUNCT, _ASCII_PUNCT)
-        pieces = self._wordpiece_ids(words.flat_values, tf.strings.length(words.flat_values))
-        return tf.RaggedTensor.from_row_splits(pieces.flat_values, tf.gather(pieces.row_splits, words.row_splits),
-                                               validate=False)
+        return self._ascii_wordpiece.tokenize(strings)
 
     def _tokenize_unicode(self, strings):
         """Any tf.string [B] -> int32 RaggedTensor [B, (tokens)], through code-point tables."""
