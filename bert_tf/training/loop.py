@@ -350,8 +350,9 @@ class Trainer:
         values = {**results, "learning_rate": learning_rate, "examples_per_second": examples_per_second}
         line = [f"step {step}/{num_train_steps}", f"loss {results['loss']:.4f}"]
         line += [f"{k} {v:.4f}" for k, v in sorted(results.items()) if k != "loss"]
-        line += [f"lr {learning_rate:.3g}", f"{examples_per_second:.1f} examples/s",
-                 f"{examples_per_second * seq_length:.0f} tokens/s"]
+        line += [f"lr {learning_rate:.3g}", f"{examples_per_second:.1f} examples/s"]
+        if seq_length:  # None when batches are cut to their longest example (fine-tuning without XLA)
+            line.append(f"{examples_per_second * seq_length:.0f} tokens/s")
         if peak:
             values["mfu"] = examples_per_second * self.flops_per_example / peak
             line.append(f"MFU {100 * values['mfu']:.1f}%")
