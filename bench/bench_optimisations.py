@@ -134,27 +134,25 @@ def optimizer_block(kind):
     return (lambda: apply()), count
 
 
-def predict_block(trimmed, features, model):
-    """One pass of FineTuner.predict over `features` (trimmed) or of full-length in-order batches."""
+def predict_block(trimmed, features, tuner):
+    """One pass of `tuner.predict` (a FineTuner) over `features` (trimmed) or of full-length in-order batches."""
     import tensorflow as tf
     from bert_tf.data.finetuning_pipeline import make_dataset
-    from bert_tf.finetuning import FineTuner, FineTuningOptions
     from bert_tf.modeling.encoder import INPUT_NAMES
-    tuner = FineTuner(tf.distribute.get_strategy(), lambda: model, FineTuningOptions(), "unused")
     if trimmed:
         return lambda: tuner.predict(features, 32)
-    forward = tf.function(lambda batch: model(batch, training=False))
+    forward = tf.function(lambda batch: tuner.model(batch, training=False))
     inputs = {k: features[k] for k in INPUT_NAMES}
     return lambda: [forward(batch).numpy() for batch in make_dataset(inputs, 32, training=False)]
 
 
-def finetune_block(trim, features, model):
-    """5 training steps of `model` on shuffled batches of 32 `features`, trimmed or full length."""
-    import tensorflow as tf
+def finetune_block(trim, features, tuner):
+    """5 training steps of `tuner.model` on shuffled batches of 32 `features`, trimmed or full length."""
     from bert_tf.data.finetuning_pipeline import make_dataset
     from bert_tf.training import loop, optimization
-    strategy = tf.distribute.get_strategy()
-    trainer = loop.Trainer(strategy, model, optimization.create_optimizer("adam_weight_decay", 2e-5, 1000, 100), 32)
+    with tuner.strategy.scope():
+        optimizer = optimization.create_optimizer("adam_weight_decay", 2e-5, 1000, 100)
+    trainer = loop.Trainer(tuner.strategy, tuner.model, optimizer, 32)
     iterator = iter(make_dataset(features, 32, training=True, seed=1, trim_padding=trim))
     return lambda: trainer.run_steps(iterator, 5)
 
@@ -204,16 +202,18 @@ def main():
              for name, fused in (("3 x BertDense", False), ("fused concat kernel", True))}
     rows.append(("qkv", "query/key/value projections, mixed_bfloat16", times))
     import keras
-    from bert_tf import BertConfig, load_checkpoint
+    from bert_tf import BertConfig
+    from bert_tf.finetuning import FineTuner, FineTuningOptions
     from bert_tf.modeling.classifier import BertClassifier
     features, minilm, mean_length = sentiment_features(args.predict_examples, 128)
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    model = BertClassifier(BertConfig.from_json_file(os.path.join(minilm, "config.json")), num_labels=2)
-    model.build()
-    load_checkpoint(model, minilm)
-    times = {name: median_ms(predict_block(trimmed, features, model), max(3, args.repeats // 10))
+    config = BertConfig.from_json_file(os.path.join(minilm, "config.json"))
+    tuner = FineTuner(tf.distribute.OneDeviceStrategy("/cpu:0"), lambda: BertClassifier(config, num_labels=2),
+                      FineTuningOptions(), "unused")
+    tuner.load(minilm)
+    times = {name: median_ms(predict_block(trimmed, features, tuner), max(3, args.repeats // 10))
              for name, trimmed in (("full-length batches", False), ("length-sorted, trimmed", True))}
-    times_finetune = {name: median_ms(finetune_block(trim, features, model), max(3, args.repeats // 10))
+    times_finetune = {name: median_ms(finetune_block(trim, features, tuner), max(3, args.repeats // 10))
                       for name, trim in (("full-length batches", False), ("trimmed batches", True))}
     keras.mixed_precision.set_global_policy("float32")
     rows.append(("predict", f"{len(features['input_ids'])} sentiment snippets (mean {mean_length:.1f} of 128 "
