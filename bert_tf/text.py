@@ -49,7 +49,7 @@ _OVERLONG_WORD = "x" * (_MAX_BYTES_PER_WORD + 1)
 _UNK = "[UNK]"
 # The ASCII path: pure-ASCII strings, and FullTokenizer's control characters (Cc but \t \n \r; NUL) there.
 _ASCII_ONLY = "[\\x00-\\x7f]*"
-_ASCII_CONTROL = "[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]"
+_ASCII_CONTROL = "[" + "".join(f"\\x{cp:02x}" for cp in tokenization.ASCII_CONTROL_CODE_POINTS) + "]"
 
 
 def _sigma_context(char):
@@ -204,7 +204,7 @@ class BertTokenizer(keras.layers.Layer):
             values = self._lookup(code_points)
         words, word_rows = _split_words(code_points, values & _SPACE != 0,
                                         cjk | (values & _PUNCT != 0), rows)
-        pieces = self._wordpiece_ids(tf.strings.unicode_encode(words, "UTF-8"), words.row_lengths())
+        pieces = self._wordpiece_ids(words)
         pieces_per_string = tf.math.unsorted_segment_sum(pieces.row_lengths(), word_rows, batch_size)
         return tf.RaggedTensor.from_row_lengths(pieces.flat_values, pieces_per_string, validate=False)
 
@@ -229,10 +229,11 @@ class BertTokenizer(keras.layers.Layer):
         mapped = tf.gather(self._lower_mapped, tf.gather(begin, origin) + offsets.flat_values)
         return tf.where(tf.gather(lower_rows, origin) > 0, mapped, tf.gather(code_points, origin)), origin
 
-    def _wordpiece_ids(self, words, num_chars):
-        """tf.string [W] words and int [W] their lengths in characters -> int32 RaggedTensor [W, (pieces)]."""
+    def _wordpiece_ids(self, words):
+        """int32 RaggedTensor [W, (chars)] of code points -> int32 RaggedTensor [W, (pieces)] of ids."""
         # A word over the character limit becomes one that is over WordPiece's byte limit: [UNK].
-        strings = tf.where(num_chars > _MAX_CHARS_PER_WORD, _OVERLONG_WORD, words)
+        too_long = words.row_lengths() > _MAX_CHARS_PER_WORD
+        strings = tf.where(too_long, _OVERLONG_WORD, tf.strings.unicode_encode(words, "UTF-8"))
         return self._wordpiece.tokenize(strings)
 
     def get_config(self):

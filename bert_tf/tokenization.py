@@ -30,10 +30,13 @@ CJK_RANGES = (
 
 # ASCII characters that are not letters, digits or whitespace count as punctuation ("$", "^", "`", ...).
 _ASCII_PUNCTUATION_RANGES = ((33, 47), (58, 64), (91, 96), (123, 126))
-# The ASCII fast path of BasicTokenizer: cleaning drops these control characters (\t \n \r are whitespace)...
-_ASCII_CONTROL = {cp: None for cp in [*range(0, 9), 11, 12, *range(14, 32), 127]}
-# ...and the words are then the runs of other non-space characters and single punctuation marks.
-_ASCII_WORD = re.compile(r"[!-/:-@\[-`{-~]|[^!-/:-@\[-`{-~\s]+")
+# The ASCII code points that cleaning drops (control characters; \t \n \r are whitespace).
+ASCII_CONTROL_CODE_POINTS = (*range(0, 9), 11, 12, *range(14, 32), 127)
+# BasicTokenizer's ASCII fast path: drop those, then the words are the runs of other non-space characters and
+# single punctuation marks.
+_ASCII_CONTROL = dict.fromkeys(ASCII_CONTROL_CODE_POINTS)
+_ASCII_PUNCTUATION_CLASS = "".join(f"\\x{lo:02x}-\\x{hi:02x}" for lo, hi in _ASCII_PUNCTUATION_RANGES)
+_ASCII_WORD = re.compile(f"[{_ASCII_PUNCTUATION_CLASS}]|[^{_ASCII_PUNCTUATION_CLASS}\\s]+")
 
 
 def convert_to_unicode(text):
