@@ -1,12 +1,17 @@
 """A/B timings of the building blocks behind bert_tf's speed choices, one process, BERT-Base shapes.
 
     python bench/bench_optimisations.py [--batch_size=8] [--seq_length=128] [--repeats=30] [--predict_examples=2000]
+        [--blocks=dense,gelu,layer_norm,dropout,qkv,predict,optimizer]
 
   dense      the feed-forward block [B, T, 768] -> 3072 (GELU) -> 768: keras.layers.Dense (Tensordot: MatMul,
              Reshape, BiasAdd; not fusable) vs bert_tf's BertDense (2-D MatMul + BiasAdd + GELU: one oneDNN
              fused kernel), float32 and mixed_bfloat16;
   gelu       forward + backward of the exact GELU on the feed-forward activations [B * T, 3072] in bfloat16:
-             keras.activations.gelu (erfc form) vs bert_tf's gelu (erf form, as HF writes it);
+             keras.activations.gelu (erfc form) vs bert_tf's gelu (erf form, as HF writes it, automatic
+             gradient; what inference runs) vs gelu_for_training (what BertDense runs in training: forward and
+             hand-written backward each one XLA kernel);
+  layer_norm forward + backward of LayerNorm on a float32 hidden state [B * T, 768]: keras.layers.
+             LayerNormalization (automatic gradient) vs BertLayerNorm in training (two XLA kernels);
   dropout    one training-mode dropout of rate 0.1 on the attention probabilities [B, 12, T, T] (float32) and
              on a hidden state [B, T, 768] (bfloat16): keras.layers.Dropout vs bert_tf's BertDropout;
   qkv        the attention projections: three BertDense vs one fused [768, 2304] matmul whose kernel is the
@@ -64,21 +69,42 @@ def dense_block(kind, x, policy):
     return lambda: forward(x).numpy()
 
 
-def gelu_block(kind, shape):
-    import keras
+def forward_backward_block(function, shape, dtype, variables=()):
+    """A callable computing function(x) and its gradients w.r.t. x and `variables` for a random x."""
     import tensorflow as tf
-    from bert_tf.modeling.activations import gelu
-    function = gelu if kind == "bert_tf gelu" else (lambda v: keras.activations.gelu(v, approximate=False))
-    x = tf.cast(tf.random.normal(shape), tf.bfloat16)
-    upstream = tf.cast(tf.random.normal(shape), tf.bfloat16)
+    x = tf.cast(tf.random.normal(shape), dtype)
+    upstream = tf.cast(tf.random.normal(shape), dtype)
 
     @tf.function
     def forward_backward():
         with tf.GradientTape() as tape:
             tape.watch(x)
             y = function(x)
-        return y, tape.gradient(y, x, output_gradients=upstream)
+        return [y, *tape.gradient(y, [x, *variables], output_gradients=upstream)]
     return lambda: [t.numpy() for t in forward_backward()]
+
+
+def gelu_block(kind, shape):
+    import keras
+    import tensorflow as tf
+    from bert_tf.modeling.activations import gelu, gelu_for_training
+    function = {"keras.activations.gelu": lambda v: keras.activations.gelu(v, approximate=False),
+                "bert_tf gelu": gelu, "gelu_for_training": gelu_for_training}[kind]
+    return forward_backward_block(function, shape, tf.bfloat16)
+
+
+def layer_norm_block(kind, shape):
+    import keras
+    import tensorflow as tf
+    from bert_tf.modeling.layer_norm import BertLayerNorm
+    if kind == "keras LayerNormalization":
+        layer = keras.layers.LayerNormalization(epsilon=1e-12)
+        function = layer
+    else:
+        layer = BertLayerNorm(epsilon=1e-12)
+        function = lambda v: layer(v, training=True)  # noqa: E731
+    layer.build(shape)
+    return forward_backward_block(function, shape, tf.float32, [layer.gamma, layer.beta])
 
 
 def dropout_block(kind, shape, dtype):
@@ -174,34 +200,52 @@ def sentiment_features(count, seq_length):
     return features, minilm, float(features["input_mask"].sum(axis=1).mean())
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--batch_size", type=int, default=8)
-    parser.add_argument("--seq_length", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--predict_examples", type=int, default=2000)
-    args = parser.parse_args()
+def dense_rows(args):
     import tensorflow as tf
-    from bench.bench_export import append_results
     x = tf.random.normal((args.batch_size, args.seq_length, 768))
     rows = []
     for policy in ("float32", "mixed_bfloat16"):
         times = {kind: median_ms(dense_block(kind, x, policy), args.repeats)
                  for kind in ("keras.layers.Dense", "BertDense")}
         rows.append(("dense", f"feed-forward 768-3072-768, {policy}", times))
+    return rows
+
+
+def gelu_rows(args):
     tokens = args.batch_size * args.seq_length
     times = {kind: median_ms(gelu_block(kind, (tokens, 3072)), args.repeats)
-             for kind in ("keras.activations.gelu", "bert_tf gelu")}
-    rows.append(("gelu", f"forward + backward, [{tokens}, 3072] bfloat16", times))
+             for kind in ("keras.activations.gelu", "bert_tf gelu", "gelu_for_training")}
+    return [("gelu", f"forward + backward, [{tokens}, 3072] bfloat16", times)]
+
+
+def layer_norm_rows(args):
+    tokens = args.batch_size * args.seq_length
+    times = {kind: median_ms(layer_norm_block(kind, (tokens, 768)), args.repeats)
+             for kind in ("keras LayerNormalization", "BertLayerNorm, training")}
+    return [("layer_norm", f"forward + backward, [{tokens}, 768] float32", times)]
+
+
+def dropout_rows(args):
+    rows = []
     for shape, dtype in (((args.batch_size, 12, args.seq_length, args.seq_length), "float32"),
                          ((args.batch_size, args.seq_length, 768), "bfloat16")):
         times = {kind: median_ms(dropout_block(kind, shape, dtype), args.repeats)
                  for kind in ("keras.layers.Dropout", "BertDropout")}
         rows.append(("dropout", f"rate 0.1, training, {list(shape)} {dtype}", times))
+    return rows
+
+
+def qkv_rows(args):
+    import tensorflow as tf
+    x = tf.random.normal((args.batch_size, args.seq_length, 768))
     times = {name: median_ms(qkv_block(fused, x), args.repeats)
              for name, fused in (("3 x BertDense", False), ("fused concat kernel", True))}
-    rows.append(("qkv", "query/key/value projections, mixed_bfloat16", times))
+    return [("qkv", "query/key/value projections, mixed_bfloat16", times)]
+
+
+def predict_and_finetune_rows(args):
     import keras
+    import tensorflow as tf
     from bert_tf import BertConfig
     from bert_tf.finetuning import FineTuner, FineTuningOptions
     from bert_tf.modeling.classifier import BertClassifier
@@ -216,15 +260,39 @@ def main():
     times_finetune = {name: median_ms(finetune_block(trim, features, tuner), max(3, args.repeats // 10))
                       for name, trim in (("full-length batches", False), ("trimmed batches", True))}
     keras.mixed_precision.set_global_policy("float32")
-    rows.append(("predict", f"{len(features['input_ids'])} sentiment snippets (mean {mean_length:.1f} of 128 "
-                 "positions real), MiniLM-L6, batch 32", times))
-    rows.append(("finetune", "5 training steps, batch 32 of the same snippets, MiniLM-L6", times_finetune))
+    return [("predict", f"{len(features['input_ids'])} sentiment snippets (mean {mean_length:.1f} of 128 "
+             "positions real), MiniLM-L6, batch 32", times),
+            ("finetune", "5 training steps, batch 32 of the same snippets, MiniLM-L6", times_finetune)]
+
+
+def optimizer_rows(args):
     times = {}
     for kind in ("keras.optimizers.AdamW", "adamw", "adam_weight_decay"):
         fn, count = optimizer_block(kind)
         times[kind] = median_ms(fn, max(5, args.repeats // 3))
-    rows.append(("optimizer", f"one update of {count / 1e6:.1f}M float32 parameters", times))
+    return [("optimizer", f"one update of {count / 1e6:.1f}M float32 parameters", times)]
 
+
+BLOCKS = {"dense": dense_rows, "gelu": gelu_rows, "layer_norm": layer_norm_rows, "dropout": dropout_rows,
+          "qkv": qkv_rows, "predict": predict_and_finetune_rows, "optimizer": optimizer_rows}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch_size", type=int, default=8)
+    parser.add_argument("--seq_length", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--predict_examples", type=int, default=2000)
+    parser.add_argument("--blocks", default=",".join(BLOCKS), help="Comma-separated blocks to time.")
+    args = parser.parse_args()
+    unknown = set(args.blocks.split(",")) - set(BLOCKS)
+    if unknown:
+        parser.error(f"--blocks: unknown {sorted(unknown)}; expected some of {', '.join(BLOCKS)}")
+    import tensorflow as tf
+    from bench.bench_export import append_results
+    rows = []
+    for name in args.blocks.split(","):
+        rows += BLOCKS[name](args)
     lines = ["", f"## bench_optimisations.py — {datetime.date.today().isoformat()}", "",
              f"`{' '.join(['python bench/bench_optimisations.py', *sys.argv[1:]])}`", "",
              f"Batch {args.batch_size} x seq {args.seq_length}, BERT-Base shapes, {os.cpu_count()} CPU cores "

@@ -5,6 +5,7 @@ from keras import ops
 
 from bert_tf.modeling import initializers
 from bert_tf.modeling.dropout import BertDropout
+from bert_tf.modeling.layer_norm import BertLayerNorm
 
 
 class BertEmbeddings(keras.layers.Layer):
@@ -28,7 +29,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.dropout_rate = dropout_rate
         self.layer_norm_eps = layer_norm_eps
-        self.layer_norm = initializers.layer_norm(layer_norm_eps)
+        self.layer_norm = BertLayerNorm(layer_norm_eps)
         self.dropout = BertDropout(dropout_rate)
 
     def build(self, input_shape=None):

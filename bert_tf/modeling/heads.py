@@ -9,6 +9,7 @@ from keras import ops
 from bert_tf.modeling import initializers
 from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.dense import BertDense
+from bert_tf.modeling.layer_norm import BertLayerNorm
 
 
 def gather_positions(sequence, positions):
@@ -39,7 +40,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.dense = BertDense(
             hidden_size, activation=get_activation(hidden_act), initializer_range=initializer_range, name="dense")
-        self.layer_norm = initializers.layer_norm(layer_norm_eps)
+        self.layer_norm = BertLayerNorm(layer_norm_eps)
 
     def build(self, input_shape=None):
         with keras.name_scope("transform"):

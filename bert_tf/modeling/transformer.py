@@ -3,11 +3,11 @@
 import keras
 from keras import ops
 
-from bert_tf.modeling import initializers
 from bert_tf.modeling.activations import get_activation
 from bert_tf.modeling.attention import BertSelfAttention
 from bert_tf.modeling.dense import BertDense
 from bert_tf.modeling.dropout import BertDropout
+from bert_tf.modeling.layer_norm import BertLayerNorm
 
 
 class BertResidualOutput(keras.layers.Layer):
@@ -27,7 +27,7 @@ class BertResidualOutput(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.dense = BertDense(hidden_size, initializer_range=initializer_range, name="dense")
         self.dropout = BertDropout(dropout_rate)
-        self.layer_norm = initializers.layer_norm(layer_norm_eps)
+        self.layer_norm = BertLayerNorm(layer_norm_eps)
 
     def build(self, input_shape):
         self.dense.build(input_shape)
