@@ -200,6 +200,11 @@ def sentiment_features(count, seq_length):
     return features, minilm, float(features["input_mask"].sum(axis=1).mean())
 
 
+def slow_block_repeats(args):
+    """Timed calls of the slow blocks: {block: repeats} for predict (and finetune) and optimizer."""
+    return {"predict": max(3, args.repeats // 10), "optimizer": max(5, args.repeats // 3)}
+
+
 def dense_rows(args):
     import tensorflow as tf
     x = tf.random.normal((args.batch_size, args.seq_length, 768))
@@ -255,9 +260,9 @@ def predict_and_finetune_rows(args):
     tuner = FineTuner(tf.distribute.OneDeviceStrategy("/cpu:0"), lambda: BertClassifier(config, num_labels=2),
                       FineTuningOptions(), "unused")
     tuner.load(minilm)
-    times = {name: median_ms(predict_block(trimmed, features, tuner), max(3, args.repeats // 10))
+    times = {name: median_ms(predict_block(trimmed, features, tuner), slow_block_repeats(args)["predict"])
              for name, trimmed in (("full-length batches", False), ("length-sorted, trimmed", True))}
-    times_finetune = {name: median_ms(finetune_block(trim, features, tuner), max(3, args.repeats // 10))
+    times_finetune = {name: median_ms(finetune_block(trim, features, tuner), slow_block_repeats(args)["predict"])
                       for name, trim in (("full-length batches", False), ("trimmed batches", True))}
     keras.mixed_precision.set_global_policy("float32")
     return [("predict", f"{len(features['input_ids'])} sentiment snippets (mean {mean_length:.1f} of 128 "
@@ -269,7 +274,7 @@ def optimizer_rows(args):
     times = {}
     for kind in ("keras.optimizers.AdamW", "adamw", "adam_weight_decay"):
         fn, count = optimizer_block(kind)
-        times[kind] = median_ms(fn, max(5, args.repeats // 3))
+        times[kind] = median_ms(fn, slow_block_repeats(args)["optimizer"])
     return [("optimizer", f"one update of {count / 1e6:.1f}M float32 parameters", times)]
 
 
@@ -293,11 +298,13 @@ def main():
     rows = []
     for name in args.blocks.split(","):
         rows += BLOCKS[name](args)
+    slow = "".join(f", {block}: {repeats}" for block, repeats in slow_block_repeats(args).items()
+                   if block in args.blocks.split(","))
     lines = ["", f"## bench_optimisations.py — {datetime.date.today().isoformat()}", "",
              f"`{' '.join(['python bench/bench_optimisations.py', *sys.argv[1:]])}`", "",
              f"Batch {args.batch_size} x seq {args.seq_length}, BERT-Base shapes, {os.cpu_count()} CPU cores "
              f"(load average {os.getloadavg()[0]:.1f} at the end), TF {tf.__version__}; medians of "
-             f"{args.repeats} calls (predict: {max(3, args.repeats // 10)}, optimizer: {max(5, args.repeats // 3)}).", "",
+             f"{args.repeats} calls{slow}.", "",
              "| block | what | A | B | speed-up of the last |", "|---|---|---|---|---:|"]
     for block, what, times in rows:
         names = list(times)
