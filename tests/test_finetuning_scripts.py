@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
@@ -23,6 +24,7 @@ TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention
 def model_dir(tmp_path_factory, minilm_dir):
     directory = tmp_path_factory.mktemp("tiny_bert")
     (directory / "bert_config.json").write_text(json.dumps(TINY))
+    keras.utils.set_random_seed(0)  # the same initial weights in every session: training runs are reproducible
     encoder = BertEncoder(BertConfig(**TINY))
     encoder.build()
     save_checkpoint(encoder, str(directory / "bert_model.ckpt"))
