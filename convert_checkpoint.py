@@ -9,11 +9,10 @@ Writes `output_dir/bert_model.ckpt.{index,data-*}` (Google's variable names, con
 """
 
 import os
-import shutil
 
 from absl import flags, logging
 
-from bert_tf import BertConfig, scripting
+from bert_tf import BertConfig, atomic_io, scripting
 from bert_tf.checkpoints import convert_checkpoint, open_checkpoint
 
 FLAGS = flags.FLAGS
@@ -51,7 +50,8 @@ def main(_):
     config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))
     vocab = FLAGS.vocab_file or _beside_input("vocab.txt")
     if vocab:
-        shutil.copyfile(vocab, os.path.join(FLAGS.output_dir, "vocab.txt"))
+        with open(vocab, "rb") as f:
+            atomic_io.write_file(os.path.join(FLAGS.output_dir, "vocab.txt"), f.read())
     logging.info("Converted %d tensors into %s", len(names), FLAGS.output_dir)
 
 

@@ -29,7 +29,7 @@ from absl import flags, logging
 
 import finetuning_flags
 import training_flags
-from bert_tf import glue_metrics, scripting
+from bert_tf import atomic_io, glue_metrics, scripting
 from bert_tf.data import classification, glue_tasks, tfds_tasks
 from bert_tf import finetuning
 from bert_tf.finetuning import log_softmax, softmax_cross_entropy
@@ -120,7 +120,7 @@ def predict(tuner, processor, split, tokenizer):
     else:
         rows = np.exp(log_softmax(outputs))
         predictions = [processor.leaderboard_labels[i] for i in outputs.argmax(-1)]
-    with open(os.path.join(FLAGS.output_dir, f"test_{suffix}results.tsv"), "w", encoding="utf-8") as writer:
+    with atomic_io.atomic_write(os.path.join(FLAGS.output_dir, f"test_{suffix}results.tsv")) as writer:
         writer.writelines("\t".join(str(value) for value in row) + "\n" for row in rows)
     submission = getattr(processor, "submission_files", {}).get(split)
     if submission:

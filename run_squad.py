@@ -23,7 +23,7 @@ import tensorflow as tf
 from absl import flags, logging
 
 import training_flags
-from bert_tf import BertConfig, scripting
+from bert_tf import BertConfig, atomic_io, scripting
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.data import squad_records, squad_tfds
 from bert_tf.data.squad import load_squad_json
@@ -159,8 +159,7 @@ def predict(model, tokenizer):
     if all("answers" in qa for article in dataset_json for p in article["paragraphs"] for qa in p["qas"]):
         results = evaluate(dataset_json, predictions, null_odds or None)
         path = os.path.join(FLAGS.output_dir, "eval_results.json")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=2)
+        atomic_io.write_file(path, json.dumps(results, indent=2))
         logging.info("Evaluation of %s: %s (written to %s)", predict_file, json.dumps(results), path)
 
 

@@ -82,6 +82,8 @@ def atomic_write(path, mode="w", encoding="utf-8"):
         os.replace(tmp, path)
     except OSError as e:
         _remove_quietly(tmp)
+        if e.filename not in (None, tmp):  # another file the block read (an input): its own error, unchanged
+            raise
         raise _error(e, path) from None
     except BaseException:
         _remove_quietly(tmp)

@@ -5,6 +5,8 @@ import dataclasses
 import json
 import os
 
+from bert_tf import atomic_io
+
 # HF fields that mean nothing for the encoder's weights or numerics and are dropped silently.
 _HF_IGNORED = {
     "_name_or_path", "architectures", "model_type", "transformers_version", "gradient_checkpointing",
@@ -135,8 +137,5 @@ class BertConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def to_json_file(self, path):
-        """Writes the config atomically (temporary name, then rename)."""
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(self.to_json_string())
-        os.replace(tmp, path)
+        """Writes the config atomically (`atomic_io.write_file`: checked, synced, renamed)."""
+        atomic_io.write_file(path, self.to_json_string())

@@ -7,13 +7,13 @@ with values rounded to 6 decimals, as the original `extract_features.py` writes.
 
 import dataclasses
 import json
-import os
 import re
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf import atomic_io
 from bert_tf.data.corpus import read_lines
 from bert_tf.data.packing import pack_tokens
 
@@ -109,22 +109,17 @@ def _batches(iterable, size):
 def write_features(extractor, input_file, output_file, batch_size):
     """Streams `input_file` through `extractor` into JSON lines at `output_file`.
 
-    The output is written under a temporary name and renamed when complete, so a failure (bad line,
-    interrupt) leaves no partial file. Returns the number of examples written.
+    The output is written through `atomic_io.atomic_write` (temporary name, synced, renamed when complete),
+    so a failure (bad line, full disk, interrupt) leaves no partial file. Returns the number of examples
+    written.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be at least 1")
-    tmp = f"{output_file}.tmp{os.getpid()}"
     count = 0
-    try:
-        with open(tmp, "w", encoding="utf-8") as out:
-            for batch in _batches(read_examples(input_file), batch_size):
-                for result in extractor.extract(batch):
-                    out.write(json.dumps(extractor.to_json(*result)) + "\n")
-                count += len(batch)
-                logging.info("extract_features: %d examples written", count)
-        os.replace(tmp, output_file)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_io.atomic_write(output_file) as out:
+        for batch in _batches(read_examples(input_file), batch_size):
+            for result in extractor.extract(batch):
+                out.write(json.dumps(extractor.to_json(*result)) + "\n")
+            count += len(batch)
+            logging.info("extract_features: %d examples written", count)
     return count

@@ -12,6 +12,7 @@ import os
 
 from absl import logging
 
+from bert_tf import atomic_io
 from bert_tf.data.sentences import split_sentences
 
 INVALID_UTF8_CHOICES = ("error", "skip")
@@ -186,25 +187,19 @@ class CorpusReader:
 def prepare_corpus(input_files, output_file, input_format="text", text_field="text", invalid_utf8="error"):
     """Writes raw documents as the pretraining input format: one sentence per line (`split_sentences` on
     each paragraph), a blank line after each document. Documents without text are dropped. The file is
-    written as `output_file + ".incomplete"` and renamed when complete.
+    written through `atomic_io.atomic_write` (temporary name, synced, renamed when complete).
 
     Returns:
       (documents, sentences) written, and the `CorpusReader` (bytes read, lines skipped).
     """
     reader = CorpusReader(invalid_utf8)
     documents = sentences = 0
-    temporary = output_file + ".incomplete"
-    try:
-        with open(temporary, "w", encoding="utf-8") as out:
-            for path in input_files:
-                for paragraphs in reader.raw_documents(path, input_format, text_field):
-                    lines = [s for paragraph in paragraphs for s in split_sentences(paragraph)]
-                    if lines:
-                        out.write("\n".join(lines) + "\n\n")
-                        documents += 1
-                        sentences += len(lines)
-        os.replace(temporary, output_file)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    with atomic_io.atomic_write(output_file) as out:
+        for path in input_files:
+            for paragraphs in reader.raw_documents(path, input_format, text_field):
+                lines = [s for paragraph in paragraphs for s in split_sentences(paragraph)]
+                if lines:
+                    out.write("\n".join(lines) + "\n\n")
+                    documents += 1
+                    sentences += len(lines)
     return documents, sentences, reader

@@ -12,6 +12,7 @@ has the task (so its fine-tuned checkpoints predict the same ids).
 
 import os
 
+from bert_tf import atomic_io
 from bert_tf.data.classification import DataProcessor, Layout
 
 NLI_LABELS = ("contradiction", "entailment", "neutral")
@@ -159,7 +160,7 @@ def write_submission(path, examples, predictions):
     for regression (`predictions` float)."""
     if len(examples) != len(predictions):
         raise ValueError(f"{len(examples)} examples but {len(predictions)} predictions")
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_io.atomic_write(path) as f:
         f.write("index\tprediction\n")
         for example, prediction in zip(examples, predictions):
             value = prediction if isinstance(prediction, str) else f"{float(prediction):.3f}"

@@ -21,6 +21,7 @@ import os
 import numpy as np
 from absl import logging
 
+from bert_tf import atomic_io
 from bert_tf.tokenization import BasicTokenizer
 
 RawResult = collections.namedtuple("RawResult", ["unique_id", "start_logits", "end_logits"])
@@ -190,6 +191,5 @@ def write_predictions(output_dir, predictions, nbest, null_odds):
     for name, value in outputs:
         path = os.path.join(output_dir, name)
         logging.info("Writing %s", path)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(json.dumps(value, indent=4) + "\n")
+        atomic_io.write_file(path, json.dumps(value, indent=4) + "\n")
     return os.path.join(output_dir, PREDICTIONS_FILE)

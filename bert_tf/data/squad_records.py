@@ -22,6 +22,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from bert_tf import atomic_io
 from bert_tf.data import squad
 
 CACHE_FORMAT_VERSION = 1
@@ -162,21 +163,27 @@ def prepare_squad(input_file, tokenizer, cache_dir, max_seq_length, doc_stride, 
         logging.info("%s: reusing %d cached features from %s", input_file, num_features, record_file)
         return PreparedSquad(examples, read.skipped, record_file, num_features, True)
     os.makedirs(cache_dir, exist_ok=True)
-    tmp_file = f"{record_file}.tmp-{os.getpid()}"
+    tmp_file = atomic_io.temporary_path(record_file)
     progress = keras.utils.Progbar(len(examples), unit_name="example")
     num_features = 0
-    with tf.io.TFRecordWriter(tmp_file) as writer:
-        for feature in squad.convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
-                                                          max_query_length, is_training):
-            writer.write(serialize_features(feature, is_training))
-            num_features += 1
-            if feature.doc_span_index == 0:
-                progress.update(feature.example_index + 1)
-    os.replace(tmp_file, record_file)
-    with open(tmp_file, "w", encoding="utf-8") as f:  # then renamed: workers sharing the cache see it whole
-        json.dump({"input_file": os.path.abspath(input_file), "num_examples": len(examples),
-                   "num_features": num_features, "skipped": read.skipped, **settings}, f, indent=2)
-    os.replace(tmp_file, summary_file)
+    try:
+        with tf.io.TFRecordWriter(tmp_file) as writer:
+            for feature in squad.convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
+                                                              max_query_length, is_training):
+                writer.write(serialize_features(feature, is_training))
+                num_features += 1
+                if feature.doc_span_index == 0:
+                    progress.update(feature.example_index + 1)
+        atomic_io.publish([tmp_file], [record_file])
+    except tf.errors.OpError as e:  # TensorFlow's writer (e.g. a full disk): one line naming the file
+        raise OSError(f"cannot write {record_file}: {e.message}") from None
+    finally:
+        if os.path.exists(tmp_file):
+            os.remove(tmp_file)
+    # Last: workers sharing the cache take the records as complete once the summary is there.
+    atomic_io.write_file(summary_file, json.dumps({
+        "input_file": os.path.abspath(input_file), "num_examples": len(examples), "num_features": num_features,
+        "skipped": read.skipped, **settings}, indent=2))
     logging.info("%s: %d examples -> %d features in %s", input_file, len(examples), num_features, record_file)
     return PreparedSquad(examples, read.skipped, record_file, num_features, False)
 

@@ -17,6 +17,7 @@ import json
 import os
 import re
 
+from bert_tf import atomic_io
 from bert_tf.data.tfds_tasks import import_tfds
 
 SQUAD_FEATURES = ("id", "title", "context", "question", "answers")
@@ -71,15 +72,12 @@ def write_squad_json(name, split, output_dir, data_dir=None):
     """Writes the `split` (str: "train", "validation") of the TFDS data set `name` as the SQuAD JSON file
     `output_dir/<name>-<split>.json`, `/` and `:` in the name becoming `_` (e.g. squad_v2.0-validation.json),
     with the official files' `version` ("1.1", or "v2.0" when the questions have `is_impossible`). Written
-    under a temporary name and renamed. Returns its path (str); ValueError when the split is empty."""
+    atomically (`atomic_io.write_file`). Returns its path (str); ValueError when the split is empty."""
     tfds = import_tfds()
     articles = squad_articles(tfds.as_numpy(tfds.load(name, split=split, data_dir=data_dir)))
     if not articles:
         raise ValueError(f"--tfds_name={name}: no questions in the {split} split")
     version = "v2.0" if "is_impossible" in articles[0]["paragraphs"][0]["qas"][0] else "1.1"
     path = os.path.join(output_dir, f"{re.sub(r'[/:]', '_', name)}-{split}.json")
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"version": version, "data": articles}, f)
-    os.replace(tmp, path)
+    atomic_io.write_file(path, json.dumps({"version": version, "data": articles}))
     return path

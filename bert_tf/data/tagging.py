@@ -15,6 +15,7 @@ import re
 import numpy as np
 from absl import logging
 
+from bert_tf import atomic_io
 from bert_tf.data.corpus import read_lines
 
 IGNORE_LABEL = -100
@@ -132,7 +133,7 @@ def predicted_tags(logits, word_positions, labels, sentences):
 def write_predictions(path, sentences, predictions):
     """CoNLL output, one `word gold predicted` line per word (`word predicted` for untagged input) and a
     blank line after each sentence: the input format of the conlleval script."""
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_io.atomic_write(path) as f:
         for sentence, tags in zip(sentences, predictions):
             for index, (word, tag) in enumerate(zip(sentence.words, tags)):
                 gold = f" {sentence.tags[index]}" if sentence.tags else ""

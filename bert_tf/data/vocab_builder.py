@@ -11,8 +11,8 @@ English vocab), then the CJK characters, then the learned pieces.
 """
 
 import collections
-import os
 
+from bert_tf import atomic_io
 from bert_tf.tokenization import BasicTokenizer, WordpieceTokenizer, is_cjk
 
 NUM_UNUSED = 99
@@ -70,12 +70,5 @@ def unknown_rate(tokens, word_counts):
 
 
 def write_vocab(tokens, path):
-    """Writes one token per line, under a temporary name renamed when complete."""
-    temporary = path + ".incomplete"
-    try:
-        with open(temporary, "w", encoding="utf-8") as f:
-            f.writelines(token + "\n" for token in tokens)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    """Writes one token per line, atomically (`atomic_io.write_file`)."""
+    atomic_io.write_file(path, "".join(token + "\n" for token in tokens))
