@@ -91,4 +91,4 @@ def train(tuner, features, dev_results):
             raise ValueError("--early_stopping_patience needs --best_metric (the dev result to watch)")
         return tuner.train(features)
     best = BestCheckpoint(FLAGS.output_dir, FLAGS.best_metric, FLAGS.early_stopping_patience)
-    return tuner.train(features, after_checkpoint=lambda step: best.update(step, dev_results()))
+    return tuner.train(features, after_checkpoint=lambda step: best.update(step, dev_results))

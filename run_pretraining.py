@@ -20,7 +20,7 @@ import tensorflow as tf
 from absl import flags, logging
 
 import training_flags
-from bert_tf import BertConfig, scripting
+from bert_tf import BertConfig, run_directory, scripting
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.data import pipeline
 from bert_tf.data.masking import MaskingConfig
@@ -146,7 +146,8 @@ def main(_):
             evaluate()
 
     if FLAGS.do_train:
-        if FLAGS.do_eval and not tf.train.latest_checkpoint(os.path.join(FLAGS.output_dir, loop.STATE_DIR)):
+        state_dir = os.path.join(FLAGS.output_dir, run_directory.STATE_DIR)
+        if FLAGS.do_eval and not run_directory.steps(state_dir, run_directory.STATE_NAME):
             evaluate()  # the starting point of the eval curve
         logging.info("***** Running training *****")
         trainer.train(train_dataset, FLAGS.output_dir, FLAGS.num_train_steps, FLAGS.iterations_per_loop,
@@ -158,7 +159,7 @@ def main(_):
             latest = tf.train.latest_checkpoint(FLAGS.output_dir)
             if latest:
                 load_checkpoint(model, latest)
-                global_step = int(latest.rsplit("-", 1)[1])
+                global_step = run_directory.step_of(latest)
             elif not FLAGS.init_checkpoint:
                 raise ValueError(f"nothing to evaluate: no checkpoint in {FLAGS.output_dir} and no --init_checkpoint")
         results = evaluate()

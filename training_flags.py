@@ -8,12 +8,11 @@ the new ones (`--steps_per_loop`, `--tpu`, `--distribution_strategy`, `--num_gpu
 `--use_xla`, `--optimizer`, `--num_accumulation_steps`, `--seed`).
 """
 
-import os
-
 import keras
 import tensorflow as tf
 from absl import flags, logging
 
+from bert_tf import run_directory
 from bert_tf.training import distribute, optimization
 
 FLAGS = flags.FLAGS
@@ -72,10 +71,9 @@ def use_xla(strategy):
     return bool(tf.config.list_physical_devices("GPU")) or isinstance(strategy, tf.distribute.TPUStrategy)
 
 
-def write_results(results, name="eval_results.txt"):
+def write_results(results, name=run_directory.RESULTS_FILE):
     """`key = value` lines, sorted, in --output_dir (the original's eval_results.txt), also logged."""
-    with open(os.path.join(FLAGS.output_dir, name), "w", encoding="utf-8") as writer:
-        logging.info("***** Eval results *****")
-        for key in sorted(results):
-            logging.info("  %s = %s", key, results[key])
-            writer.write(f"{key} = {results[key]}\n")
+    logging.info("***** Eval results *****")
+    for key in sorted(results):
+        logging.info("  %s = %s", key, results[key])
+    run_directory.write_results(FLAGS.output_dir, results, name)

@@ -35,7 +35,7 @@ def temporary_path(path):
     return f"{path}{TEMPORARY_MARK}-{os.getpid()}"
 
 
-def _error(error, path, action="write"):
+def disk_error(error, path, action="write"):
     """An OSError naming `path` and the system's reason (e.g. 'No space left on device')."""
     reason = error.strerror or str(error)
     return OSError(error.errno, f"cannot {action} {path}: {reason}")
@@ -58,7 +58,7 @@ def write_all(file, data, path):
         try:
             written = file.write(view)
         except OSError as e:
-            raise _error(e, path) from None
+            raise disk_error(e, path) from None
         if not written:
             raise OSError(errno.ENOSPC, f"cannot write {path}: the file system accepted no more bytes")
         view = view[written:]
@@ -73,7 +73,7 @@ def atomic_write(path, mode="w", encoding="utf-8"):
     try:
         file = open(tmp, mode, encoding=None if "b" in mode else encoding)
     except OSError as e:
-        raise _error(e, path, "create") from None
+        raise disk_error(e, path, "create") from None
     try:
         with file:
             yield file
@@ -84,7 +84,7 @@ def atomic_write(path, mode="w", encoding="utf-8"):
         _remove_quietly(tmp)
         if e.filename not in (None, tmp):  # another file the block read (an input): its own error, unchanged
             raise
-        raise _error(e, path) from None
+        raise disk_error(e, path) from None
     except BaseException:
         _remove_quietly(tmp)
         raise
@@ -109,7 +109,7 @@ def publish(temporary_paths, final_paths):
         for folder in sorted({os.path.dirname(os.path.abspath(p)) for p in final_paths}):
             fsync_path(folder)
     except OSError as e:
-        raise _error(e, final_paths[-1]) from None
+        raise disk_error(e, final_paths[-1]) from None
 
 
 def fsync_tree(directory):
@@ -176,16 +176,17 @@ def _alive(pid):
     return True
 
 
-def remove_leftovers(directory):
+def remove_leftovers(directory, name_start=""):
     """Removes the temporary files and folders that killed or failed writes left in `directory` (not
-    recursive): this project's and TensorFlow's temporary names only, and never one of a process that is
-    still running on this machine. Returns the names removed."""
+    recursive): this project's and TensorFlow's temporary names only (and of those, only names that
+    start with `name_start`), never one of a process that is still running on this machine. Returns the
+    names removed."""
     if not os.path.isdir(directory):
         return []
     removed = []
     for name in sorted(os.listdir(directory)):
         match = _LEFTOVER.search(name)
-        if not match:
+        if not match or not name.startswith(name_start):
             continue
         pid = next((int(p) for p in match.groupdict().values() if p), None)
         if pid is not None and _alive(pid):

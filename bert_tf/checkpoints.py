@@ -16,6 +16,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf import run_directory
+
 GOOGLE, HUGGINGFACE, NATIVE = "google", "huggingface", "native"
 FORMAT_VERSION_NAME = "bert_tf/format_version"
 CONFIG_NAME = "bert_tf/bert_config"
@@ -289,17 +291,16 @@ def load_checkpoint(model, path):
 # ------------------------------------------------------------------------------------------------ writing
 
 def _write_bundle(prefix, tensors):
-    """Writes {name: array} as a name-based TF checkpoint bundle, atomically (temp prefix, then rename)."""
-    directory = os.path.dirname(os.path.abspath(prefix))
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".tmp-{os.getpid()}-{os.path.basename(prefix)}")
+    """Writes {name: array} as a name-based TF checkpoint bundle, complete or not at all
+    (`run_directory.write_bundle`)."""
+    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
     names = sorted(tensors)
-    tf.raw_ops.SaveV2(prefix=tmp, tensor_names=names, shape_and_slices=[""] * len(names),
-                      tensors=[tf.convert_to_tensor(tensors[n]) for n in names])
-    data_files = sorted(glob.glob(tmp + ".data-*"))
-    for file in data_files:
-        os.replace(file, prefix + file[len(tmp):])
-    os.replace(tmp + ".index", prefix + ".index")  # last: the checkpoint exists only once it is complete
+
+    def write(tmp):
+        tf.raw_ops.SaveV2(prefix=tmp, tensor_names=names, shape_and_slices=[""] * len(names),
+                          tensors=[tf.convert_to_tensor(tensors[n]) for n in names])
+
+    run_directory.write_bundle(prefix, write)
 
 
 def save_checkpoint(weights, prefix, config=None):

@@ -12,14 +12,15 @@ in output_dir, resume), and predictions gathered on the host so that any metric 
 
 import dataclasses
 import glob
+import json
 import os
-import re
 import shutil
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from bert_tf import atomic_io, run_directory
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.data.finetuning_pipeline import length_sorted_batches, make_dataset, num_examples
 from bert_tf.training import loop, optimization
@@ -75,8 +76,7 @@ class FineTuner:
     def load(self, checkpoint):
         """Loads pretrained or fine-tuned weights (any `--init_checkpoint` format); a fresh head is reported."""
         report = load_checkpoint(self.model, checkpoint)
-        match = re.search(r"model\.ckpt-(\d+)$", checkpoint)
-        self.global_step = int(match.group(1)) if match else 0
+        self.global_step = run_directory.step_of(report.path) or 0  # report.path: the prefix a folder resolved to
         return report
 
     def train(self, features, after_checkpoint=None):
@@ -152,7 +152,11 @@ class StopTraining(Exception):
 class BestCheckpoint:
     """Keeps the weights of the best dev evaluation in `output_dir/best/`: its model.ckpt-N (copied from
     output_dir, where training just saved it), the `checkpoint` index file, eval_results.txt and labels.txt,
-    so `--init_checkpoint=output_dir/best` (or export_model.py) uses them. A rerun reads the best value back.
+    so `--init_checkpoint=output_dir/best` (or export_model.py) uses them.
+
+    Every dev evaluation is recorded in `output_dir/dev_evaluations.jsonl` (one JSON line per step:
+    {"step", "results"}), written after best/ is up to date: it is what a rerun reads back, so a kill at
+    any moment costs at most one repeated evaluation, and best/ is replaced in one step (never missing).
 
     Args:
       output_dir: the fine-tuning output dir.
@@ -165,61 +169,87 @@ class BestCheckpoint:
         self.output_dir, self.metric, self.patience = output_dir, metric, patience
         self.best_dir = os.path.join(output_dir, "best")
         self.minimise = "loss" in metric
-        self.best, self.evaluations_without_improvement = None, 0
-        results_file = os.path.join(self.best_dir, "eval_results.txt")
-        if os.path.exists(results_file):
-            with open(results_file, encoding="utf-8") as f:
-                values = dict(line.strip().split(" = ", 1) for line in f if " = " in line)
-            self.best = float(values[metric]) if metric in values else None
+        self._history_file = os.path.join(output_dir, EVALUATIONS_FILE)
+        atomic_io.restore_directory(self.best_dir)
+        self.history = {}  # step -> results
+        if os.path.exists(self._history_file):
+            with open(self._history_file, encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    try:
+                        entry = json.loads(line)
+                        self.history[int(entry["step"])] = entry["results"]
+                    except (ValueError, KeyError, TypeError) as e:
+                        raise ValueError(f"{self._history_file}:{number}: not a dev evaluation line ({e})") from None
 
-    def update(self, step, results):
-        """Takes the dev `results` (dict of floats) of the weights saved at `step`; copies them to best/ when
-        `metric` improved. Raises ValueError for an unknown metric, StopTraining when patience runs out."""
-        if self.metric not in results:
-            raise ValueError(f"--best_metric={self.metric} is not an evaluation result; expected one of "
-                             f"{', '.join(sorted(results))}")
-        value = float(results[self.metric])
-        improved = self.best is None or (value < self.best if self.minimise else value > self.best)
-        logging.info("Dev evaluation at step %d: %s = %.6g (best so far %s)", step, self.metric, value,
-                     "none" if self.best is None else f"{self.best:.6g}")
-        if improved:
-            self._keep(step, {**results, "global_step": step})
-            self.best, self.evaluations_without_improvement = value, 0
-            return
-        self.evaluations_without_improvement += 1
-        if self.patience and self.evaluations_without_improvement >= self.patience:
-            raise StopTraining(f"{self.metric} did not improve on {self.best:.6g} in {self.patience} evaluation(s)")
+    def _improves(self, value, best):
+        return best is None or (value < best if self.minimise else value > best)
+
+    def _scan(self):
+        """(best value, evaluations since the last improvement) over the recorded evaluations, in step order."""
+        best, since = None, 0
+        for step in sorted(self.history):
+            value = float(self.history[step][self.metric])
+            if self._improves(value, best):
+                best, since = value, 0
+            else:
+                since += 1
+        return best, since
+
+    @property
+    def best(self):
+        return self._scan()[0]
+
+    def update(self, step, evaluate):
+        """After the checkpoint of `step`: `evaluate()` (the dev results, a dict of floats) unless this step
+        was already evaluated (a rerun after a kill); copies the weights to best/ when `metric` improved.
+        Raises ValueError for an unknown metric, StopTraining when patience has run out."""
+        if step not in self.history:
+            results = {**evaluate(), "global_step": step}
+            if self.metric not in results:
+                raise ValueError(f"--best_metric={self.metric} is not an evaluation result; expected one of "
+                                 f"{', '.join(sorted(results))}")
+            unknown = [s for s in self.history if self.metric not in self.history[s]]
+            if unknown:
+                raise ValueError(f"{self._history_file}: the evaluation of step {unknown[0]} has no "
+                                 f"{self.metric}; was this output_dir trained with another --best_metric?")
+            best = self.best
+            value = float(results[self.metric])
+            logging.info("Dev evaluation at step %d: %s = %.6g (best so far %s)", step, self.metric, value,
+                         "none" if best is None else f"{best:.6g}")
+            if self._improves(value, best):
+                self._keep(step, results)
+            self.history[step] = {k: float(v) for k, v in results.items()}
+            atomic_io.write_file(self._history_file, "".join(
+                json.dumps({"step": s, "results": self.history[s]}) + "\n" for s in sorted(self.history)))
+        best, since = self._scan()
+        if self.patience and since >= self.patience:
+            raise StopTraining(f"{self.metric} did not improve on {best:.6g} in {self.patience} evaluation(s)")
 
     def _keep(self, step, results):
-        staging = self.best_dir + ".incomplete"
+        staging = atomic_io.temporary_path(self.best_dir)
         shutil.rmtree(staging, ignore_errors=True)
         os.makedirs(staging)
-        for path in glob.glob(os.path.join(self.output_dir, f"model.ckpt-{step}.*")):
+        for path in glob.glob(glob.escape(run_directory.checkpoint_prefix(self.output_dir, step)) + ".*"):
             shutil.copy2(path, staging)
         if os.path.exists(os.path.join(self.output_dir, LABELS_FILE)):
             shutil.copy2(os.path.join(self.output_dir, LABELS_FILE), staging)
-        with open(os.path.join(staging, "checkpoint"), "w", encoding="utf-8") as f:
-            f.write(f'model_checkpoint_path: "model.ckpt-{step}"\n')
-        with open(os.path.join(staging, "eval_results.txt"), "w", encoding="utf-8") as f:
-            f.writelines(f"{key} = {results[key]}\n" for key in sorted(results))
-        shutil.rmtree(self.best_dir, ignore_errors=True)
-        os.replace(staging, self.best_dir)
+        run_directory.write_index(staging, step)
+        run_directory.write_results(staging, results)
+        atomic_io.swap_directory(staging, self.best_dir)
         logging.info("Kept the weights of step %d in %s", step, self.best_dir)
 
 
+EVALUATIONS_FILE = "dev_evaluations.jsonl"
 LABELS_FILE = "labels.txt"
 
 
 def write_labels(output_dir, labels):
     """Writes `output_dir/labels.txt`: the label names in label-id order, one per line (what export_model.py
-    needs to serve label strings). Written under a temporary name and renamed."""
+    needs to serve label strings), atomically."""
     for label in labels:
         if not label or "\n" in label or label != label.strip():
             raise ValueError(f"label {label!r}: labels must be non-empty, one line, without surrounding spaces")
-    path = os.path.join(output_dir, LABELS_FILE)
-    with open(path + ".incomplete", "w", encoding="utf-8") as f:
-        f.writelines(label + "\n" for label in labels)
-    os.replace(path + ".incomplete", path)
+    atomic_io.write_file(os.path.join(output_dir, LABELS_FILE), "".join(label + "\n" for label in labels))
 
 
 def read_labels(output_dir):

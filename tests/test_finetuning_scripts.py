@@ -123,6 +123,7 @@ def test_best_checkpoint_and_early_stopping(model_dir, tmp_path):
                 output_dir=tmp_path / "from_best", do_eval=True, init_checkpoint=out / "best")
     assert again.returncode == 0, again.stderr[-3000:]
     assert results(tmp_path / "from_best")["eval_loss"] == pytest.approx(best["eval_loss"], rel=1e-5)
+    assert results(tmp_path / "from_best")["global_step"] == best_step  # the step of best/, not 0
     bad = run("run_classifier.py", model_dir, task_name="custom", text_a_column="message", data_dir=data,
               output_dir=tmp_path / "bad", do_train=True, best_metric="eval_nothing")
     assert bad.returncode == 1 and "--best_metric=eval_nothing is not an evaluation result" in bad.stderr

@@ -11,7 +11,8 @@ memory, shuffles them all and writes them from one process. Here memory stays bo
    (`InstanceMaker.process_task`, with a generator seeded by the random seed and the task index).
 3. Worker processes (pure Python and NumPy: no TensorFlow) run tasks, at most 2 per worker in flight,
    and write finished TFRecord file content (`record_framing`) to a spill file per task; the main process
-   appends it in task order to the output files (a copy inside the kernel), each under a temporary name renamed when all is written. Records
+   appends it in task order to the output files (a copy inside the kernel), each under a temporary name,
+   every write checked, synced and renamed when all is written. Records
    are spread round-robin over the output files (as in the original).
 
 So the output depends on the seed, the flags and the corpus, not on the number of workers. Statistics
@@ -21,6 +22,7 @@ within a task, so copies of a document (dupe_factor) stay within one task's reco
 """
 
 import collections
+import errno
 import glob
 import multiprocessing
 import os
@@ -31,13 +33,13 @@ import time
 
 from absl import logging
 
+from bert_tf import atomic_io
 from bert_tf.data.corpus import CorpusReader
 from bert_tf.data.pretraining import InstanceMaker, PretrainingStats
 from bert_tf.data.record_framing import RecordFramer
 
 TASK_BYTES = 1 << 20
 TASK_MIN_DOCUMENTS = 16
-TEMPORARY_SUFFIX = ".incomplete"
 
 
 def output_files_from_flag(output_file, num_output_shards=None):
@@ -108,53 +110,73 @@ def group_into_tasks(documents, min_bytes=TASK_BYTES, min_documents=TASK_MIN_DOC
 
 
 class ShardWriter:
-    """Appends TFRecord file content to the output files, each under `path + ".incomplete"` until `commit`
-    renames them all; `abort` (or leaving a `with` block by an exception) deletes them."""
+    """Appends TFRecord file content to the output files, each under a temporary name
+    (`atomic_io.temporary_path`) until `commit` syncs and renames them all; `abort` (or leaving a `with`
+    block by an exception) deletes them. Every write is checked: a short write or a full disk raises an
+    OSError naming the output file."""
 
     def __init__(self, output_files):
         self.output_files = list(output_files)
+        self._temporaries = [atomic_io.temporary_path(path) for path in self.output_files]
         self._files = []
         for path in self.output_files:
-            self._files.append(open(path + TEMPORARY_SUFFIX, "wb", buffering=0))
+            atomic_io.remove_leftovers(os.path.dirname(os.path.abspath(path)),
+                                       os.path.basename(path) + atomic_io.TEMPORARY_MARK)
+        for tmp, path in zip(self._temporaries, self.output_files):
+            try:
+                self._files.append(open(tmp, "wb", buffering=0))
+            except OSError as e:
+                self.abort()
+                raise atomic_io.disk_error(e, path, "create") from None
 
     def write(self, contents):
         """contents: list of bytes, one per output file."""
-        for file, content in zip(self._files, contents):
-            file.write(content)
+        for file, content, path in zip(self._files, contents, self.output_files):
+            atomic_io.write_all(file, content, path)
 
     def append_spill(self, path, sizes):
         """Appends the content of a spill file (the content for each output file, one after the other,
-        `sizes` bytes each) and deletes it. The copy stays in the kernel (`os.copy_file_range`)."""
+        `sizes` bytes each) and deletes it. The copy stays in the kernel (`os.copy_file_range`) where the
+        file system allows."""
         with open(path, "rb", buffering=0) as spill:
-            for file, size in zip(self._files, sizes):
+            for file, size, output in zip(self._files, sizes, self.output_files):
                 while size:
                     try:
                         copied = os.copy_file_range(spill.fileno(), file.fileno(), size)
-                    except OSError:  # e.g. an old kernel or another file system: copy through memory
-                        copied = file.write(spill.read(min(size, 1 << 24)))
+                    except OSError as e:
+                        if e.errno not in _NO_COPY_FILE_RANGE:
+                            raise atomic_io.disk_error(e, output) from None
+                        chunk = spill.read(min(size, 1 << 24))  # e.g. an old kernel: copy through memory
+                        atomic_io.write_all(file, chunk, output)
+                        copied = len(chunk)
                     if not copied:
                         raise OSError(f"{path}: {size} bytes missing")
                     size -= copied
         os.remove(path)
 
     def commit(self):
-        for file, path in zip(self._files, self.output_files):
+        for file in self._files:
             file.close()
-            os.replace(path + TEMPORARY_SUFFIX, path)
         self._files = []
+        atomic_io.publish(self._temporaries, self.output_files)
 
     def abort(self):
-        for file, path in zip(self._files, self.output_files):
+        for file in self._files:
             file.close()
-            if os.path.exists(path + TEMPORARY_SUFFIX):
-                os.remove(path + TEMPORARY_SUFFIX)
         self._files = []
+        for tmp in self._temporaries:
+            if os.path.exists(tmp):
+                os.remove(tmp)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc_info):
         self.abort()
+
+
+# copy_file_range errors that mean "not here" (another file system, an old kernel), not a failed write.
+_NO_COPY_FILE_RANGE = (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP)
 
 
 class TaskRunner:
@@ -195,12 +217,12 @@ def _run_task(task_index, documents):
     path = f"{_WORKER_SPILL_PREFIX}{task_index}"
     with open(path, "wb", buffering=0) as f:
         for content in contents:
-            f.write(content)
+            atomic_io.write_all(f, content, path)
     return path, [len(content) for content in contents], stats
 
 
 def _spill_prefix(output_files):
-    return output_files[0] + TEMPORARY_SUFFIX + ".task"
+    return atomic_io.temporary_path(output_files[0]) + ".task"
 
 
 def _remove_spills(output_files):

@@ -12,16 +12,13 @@ batch (all replicas, all micro-batches) before the backward pass, so one device,
 accumulation steps compute the same gradient. Gradients are summed over the replicas, then clipped by their
 global norm, then applied.
 
-Layout of `model_dir` (the original's, plus the training state):
-  model.ckpt-N.{index,data-*}, checkpoint   weights under Google's names (any script's --init_checkpoint)
-  training_state/ckpt-N.*                   model, optimizer, step and dropout RNG (for resuming)
-  training_state/data_worker_W/ckpt-N.*     the input iterator of worker W (its data position)
-  train/, eval/                             TensorBoard summaries
+The layout of `model_dir` and the rules that keep it consistent under kills are `bert_tf.run_directory`'s:
+weights as model.ckpt-N (Google's names, any script's --init_checkpoint), the training state and each
+worker's input position under training_state/, TensorBoard summaries in train/ and eval/. A rerun of a
+killed command resumes from the newest intact state and finishes what that checkpoint had left undone.
 """
 
-import glob
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -32,11 +29,8 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
 
-from bert_tf import checkpoints
+from bert_tf import atomic_io, checkpoints, run_directory
 from bert_tf.training import distribute
-
-MAX_CHECKPOINTS_TO_KEEP = 5
-STATE_DIR = "training_state"
 
 
 # What TensorBoard's scalar summaries carry; written with tf.summary.write, so the tensorboard package (which
@@ -246,36 +240,70 @@ class Trainer:
     # ------------------------------------------------------------------------------------ checkpoints
 
     def _export_weights(self, model_dir, step):
-        """Chief: model.ckpt-<step> with Google's names, the `checkpoint` index file, the last 5 kept."""
-        prefix = os.path.join(model_dir, f"model.ckpt-{step}")
+        """Chief: model.ckpt-<step> with Google's names, then the `checkpoint` index file naming it, then
+        retention (the last MAX_CHECKPOINTS_TO_KEEP)."""
+        prefix = run_directory.checkpoint_prefix(model_dir, step)
         checkpoints.save_checkpoint(self.model, prefix, getattr(self.model, "config", None))
-        kept = sorted(glob.glob(os.path.join(model_dir, "model.ckpt-*.index")),
-                      key=lambda p: int(re.search(r"model\.ckpt-(\d+)\.index$", p).group(1)))
-        for old in kept[:-MAX_CHECKPOINTS_TO_KEEP]:
-            for file in glob.glob(old[: -len(".index")] + ".*"):
-                os.remove(file)
-        kept = [os.path.basename(p)[: -len(".index")] for p in kept[-MAX_CHECKPOINTS_TO_KEEP:]]
-        # The `checkpoint` index file as TF1 wrote it: tf.train.latest_checkpoint(model_dir) finds the weights.
-        lines = [f'model_checkpoint_path: "{kept[-1]}"'] + [f'all_model_checkpoint_paths: "{k}"' for k in kept]
-        index = os.path.join(model_dir, "checkpoint")
-        with open(index + ".tmp", "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(index + ".tmp", index)
+        run_directory.write_index(model_dir, step)
+        run_directory.retain(model_dir, step)
+
+    def _save(self, step, state, state_dir, data, data_dir):
+        """The resumable state of `step`: every worker's data position first (a saved state implies its
+        data position), then the training state (every worker writes, collectively; the chief's is kept),
+        each bundle complete or absent; then retention."""
+        run_directory.write_bundle(run_directory.checkpoint_prefix(data_dir, step, run_directory.STATE_NAME),
+                                   data.write)
+        run_directory.write_bundle(run_directory.checkpoint_prefix(state_dir, step, run_directory.STATE_NAME),
+                                   state.write)
+        if self.is_chief:
+            run_directory.write_index(state_dir, step, run_directory.STATE_NAME)
+        for directory in (state_dir, data_dir):
+            run_directory.retain(directory, step, run_directory.STATE_NAME)
 
     def _restore(self, state, state_dir, data, data_dir):
-        """Resumes from the latest training state in `state_dir`, if any; returns its step or None."""
-        latest = tf.train.latest_checkpoint(state_dir)
-        if latest is None:
-            return None
-        state.restore(latest).assert_existing_objects_matched()
-        step = self.step
-        data_prefix = os.path.join(data_dir, f"ckpt-{step}")
-        if not tf.io.gfile.exists(data_prefix + ".index"):
-            raise ValueError(f"{latest} is at step {step} but the data position {data_prefix} is missing; "
-                             "was this output_dir written with another number of workers?")
-        data.restore(data_prefix).assert_existing_objects_matched()
-        logging.info("Resumed from %s at step %d", latest, step)
-        return step
+        """Resumes from the newest intact training state in `state_dir`; returns its step, or None when
+        there is none.
+
+        Each candidate, newest first, must restore completely (index and data readable, checksums right),
+        hold the step its name says and have this worker's data position; a damaged one is named in a
+        warning and the previous one tried. ValueError when states exist but none is intact (never a
+        silent start from step 0)."""
+        name = run_directory.STATE_NAME
+        candidates = run_directory.steps(state_dir, name)
+        damaged = [f"{run_directory.checkpoint_prefix(state_dir, s, name)}: index missing"
+                   for s in run_directory.incomplete_steps(state_dir, name) if not candidates or s > candidates[-1]]
+        for step in reversed(candidates):
+            prefix = run_directory.checkpoint_prefix(state_dir, step, name)
+            data_prefix = run_directory.checkpoint_prefix(data_dir, step, name)
+            try:
+                if not os.path.exists(data_prefix + ".index"):
+                    raise ValueError(f"its data position {data_prefix} is missing (written with another number "
+                                     "of workers?)")
+                state.read(prefix).assert_existing_objects_matched()
+                if self.step != step:
+                    raise ValueError(f"it holds step {self.step}")
+                data.read(data_prefix).assert_existing_objects_matched()
+            except (tf.errors.OpError, ValueError, AssertionError) as e:
+                reason = e.message if isinstance(e, tf.errors.OpError) else str(e)
+                damaged.append(f"{prefix}: {reason.splitlines()[0] if reason else type(e).__name__}")
+                continue
+            for problem in damaged:
+                logging.warning("Damaged training state %s; resuming from the previous intact one", problem)
+            logging.info("Resumed from %s at step %d", prefix, step)
+            return step
+        if damaged:
+            raise ValueError(f"{state_dir} holds no intact training state to resume from: "
+                             + "; ".join(damaged) + ". Move it away to start again from step 0")
+        return None
+
+    def _complete(self, step, model_dir, after_checkpoint):
+        """What follows a saved state, again after resuming at `step` (a kill may have cut it short): the
+        chief's export of the weights unless `checkpoint` already names it complete, then `after_checkpoint`
+        (which must therefore be idempotent per step)."""
+        if self.is_chief and run_directory.indexed_step(model_dir) != step:
+            self._export_weights(model_dir, step)
+        if after_checkpoint is not None:
+            after_checkpoint(step)
 
     # ------------------------------------------------------------------------------------- public API
 
@@ -287,9 +315,11 @@ class Trainer:
         dataset_fn(input_context, batch_size) -> this worker's endless tf.data.Dataset of feature dicts,
           `batch_size` examples each (drop_remainder), deterministic if resuming must be exact.
         Saves every `save_checkpoints_steps` steps and at the end; `after_checkpoint(step)` then runs on
-        every worker (e.g. an evaluation). Logs a progress line and writes TensorBoard summaries every
-        `steps_per_loop` steps. Raises NonFiniteLossError when the loss becomes NaN/Inf (nothing is saved
-        after the last good checkpoint). Returns the metrics of the last loop.
+        every worker (e.g. an evaluation), and again for the step a rerun resumes at (it may have been
+        interrupted): it must give the same result when called twice for one step. Logs a progress line and
+        writes TensorBoard summaries every `steps_per_loop` steps. Raises NonFiniteLossError when the loss
+        becomes NaN/Inf (nothing is saved after the last good checkpoint). Returns the metrics of the last
+        loop ({} when nothing was left to train).
         """
         for name, value in (("num_train_steps", num_train_steps), ("steps_per_loop", steps_per_loop),
                             ("save_checkpoints_steps", save_checkpoints_steps)):
@@ -298,15 +328,16 @@ class Trainer:
         dataset = dataset_fn(self.input_context(), self.per_worker_batch_size)
         seq_length = dataset.element_spec["input_ids"].shape[-1]
         iterator = iter(dataset)
-        state_dir = os.path.join(model_dir, STATE_DIR)
+        state_dir = os.path.join(model_dir, run_directory.STATE_DIR)
         data_dir = os.path.join(state_dir, f"data_worker_{self._worker}")
         state = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, step=self._step,
                                     rng=self._rng_states)
         data = tf.train.Checkpoint(iterator=iterator)
+        for directory in (model_dir, state_dir, data_dir) if self.is_chief else (data_dir,):
+            os.makedirs(directory, exist_ok=True)
+            atomic_io.remove_leftovers(directory)
         # Every worker saves (collectively); only the chief's copy is kept.
         write_dir = state_dir if self.is_chief else tempfile.mkdtemp(prefix="bert_tf_worker_state_")
-        manager = tf.train.CheckpointManager(state, write_dir, MAX_CHECKPOINTS_TO_KEEP)
-        data_manager = tf.train.CheckpointManager(data, data_dir, MAX_CHECKPOINTS_TO_KEEP)
         start_step = self._restore(state, state_dir, data, data_dir) or 0
         writer = tf.summary.create_file_writer(os.path.join(model_dir, "train")) if self.is_chief else None
         peak = None
@@ -318,6 +349,8 @@ class Trainer:
                          self.strategy.num_replicas_in_sync)
         step, results = start_step, {}
         try:
+            if start_step:
+                self._complete(start_step, model_dir, after_checkpoint)
             while step < num_train_steps:
                 next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
                 num_steps = min(steps_per_loop, num_train_steps - step, next_save - step)
@@ -333,12 +366,8 @@ class Trainer:
                         "Lower --learning_rate, check the input, or train in float32")
                 self._log(step, num_train_steps, results, num_steps, elapsed, seq_length, peak, writer)
                 if step % save_checkpoints_steps == 0 or step == num_train_steps:
-                    data_manager.save(checkpoint_number=step)  # first: a saved state implies its data position
-                    manager.save(checkpoint_number=step)
-                    if self.is_chief:
-                        self._export_weights(model_dir, step)
-                    if after_checkpoint is not None:
-                        after_checkpoint(step)
+                    self._save(step, state, write_dir, data, data_dir)
+                    self._complete(step, model_dir, after_checkpoint)
         finally:
             if not self.is_chief:
                 shutil.rmtree(write_dir, ignore_errors=True)

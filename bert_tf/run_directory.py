@@ -1,0 +1,122 @@
+"""The names in a training output_dir and the rules that keep it consistent under kills.
+
+    model.ckpt-N.{index,data-*}   weights under Google's names (what --init_checkpoint=output_dir loads)
+    checkpoint                    TF1's index file: names the newest complete model.ckpt-N
+    training_state/ckpt-N.*       model, optimizer, step, dropout RNG (for resuming)
+    training_state/data_worker_W/ckpt-N.*   the input position of worker W at step N
+
+A checkpoint bundle exists once its `.index` is in place: it is written under a temporary prefix and its
+files renamed, the index last (`write_bundle`). Retention keeps the newest `MAX_CHECKPOINTS_TO_KEEP` steps
+up to the one just saved, so the newest intact state is never deleted.
+"""
+
+import glob
+import os
+import re
+
+import tensorflow as tf
+
+from bert_tf import atomic_io
+
+STATE_DIR = "training_state"
+EXPORT_NAME = "model.ckpt"
+STATE_NAME = "ckpt"
+INDEX_FILE = "checkpoint"
+MAX_CHECKPOINTS_TO_KEEP = 5
+_STEP = re.compile(r"(?:^|/)(?:model\.)?ckpt-(\d+)$")
+
+
+def checkpoint_prefix(directory, step, name=EXPORT_NAME):
+    """`directory/<name>-<step>`: name EXPORT_NAME (exported weights) or STATE_NAME (training state)."""
+    return os.path.join(directory, f"{name}-{step}")
+
+
+def step_of(prefix):
+    """The step N of a checkpoint prefix `.../model.ckpt-N` or `.../ckpt-N`, or None."""
+    match = _STEP.search(os.fspath(prefix))
+    return int(match.group(1)) if match else None
+
+
+def steps(directory, name=EXPORT_NAME):
+    """Sorted steps N with a `<name>-N.index` in `directory` (complete bundles)."""
+    found = (step_of(path[: -len(".index")]) for path in glob.glob(os.path.join(glob.escape(directory),
+                                                                                 f"{name}-*.index")))
+    return sorted(step for step in found if step is not None)
+
+
+def incomplete_steps(directory, name=EXPORT_NAME):
+    """Sorted steps with `<name>-N.data-*` files but no index (a bundle that lost its index)."""
+    found = set()
+    for path in glob.glob(os.path.join(glob.escape(directory), f"{name}-*.data-*")):
+        step = step_of(path.split(".data-")[0])
+        if step is not None and not os.path.exists(checkpoint_prefix(directory, step, name) + ".index"):
+            found.add(step)
+    return sorted(found)
+
+
+def write_bundle(prefix, write):
+    """Writes a TF checkpoint bundle at `prefix` so that `prefix.index` appears only once every file is
+    complete and synced: `write(temporary_prefix)` writes it (TensorFlow's writers), then the data files and
+    last the index are renamed. OSError naming `prefix` (and TensorFlow's reason) on failure, with the
+    temporary files removed."""
+    tmp = atomic_io.temporary_path(prefix)
+    try:
+        write(tmp)
+        data = sorted(glob.glob(glob.escape(tmp) + ".data-*"))
+        atomic_io.publish(data + [tmp + ".index"], [prefix + p[len(tmp):] for p in data] + [prefix + ".index"])
+    except tf.errors.OpError as e:
+        raise OSError(f"cannot write {prefix}: {e.message.splitlines()[0]}") from None
+    finally:
+        for leftover in glob.glob(glob.escape(tmp) + "*"):
+            if os.path.isdir(leftover):
+                tf.io.gfile.rmtree(leftover)
+            else:
+                os.remove(leftover)
+
+
+def write_index(directory, step, name=EXPORT_NAME):
+    """The `checkpoint` index file, as TF1 wrote it, naming `<name>-<step>` (and the other kept steps up to
+    it): tf.train.latest_checkpoint(directory) finds it."""
+    kept = [f"{name}-{s}" for s in steps(directory, name) if s < step] + [f"{name}-{step}"]
+    lines = [f'model_checkpoint_path: "{kept[-1]}"'] + [f'all_model_checkpoint_paths: "{k}"' for k in kept]
+    atomic_io.write_file(os.path.join(directory, INDEX_FILE), "\n".join(lines) + "\n")
+
+
+def indexed_step(directory):
+    """The step the `checkpoint` index file names when that bundle is complete, else None."""
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+    except Exception:  # a damaged index file: protobuf's parse errors have no common base class
+        return None
+    path = state.model_checkpoint_path if state else None
+    if not path or not os.path.exists(os.path.join(directory, os.path.basename(path)) + ".index"):
+        return None
+    return step_of(path)
+
+
+def remove_bundle(directory, step, name=EXPORT_NAME):
+    for path in glob.glob(glob.escape(checkpoint_prefix(directory, step, name)) + ".*"):
+        os.remove(path)
+
+
+def retain(directory, step, name=EXPORT_NAME, keep=MAX_CHECKPOINTS_TO_KEEP):
+    """After saving `<name>-<step>`: removes the bundles older than the newest `keep` up to `step`, and
+    every bundle after `step` (left by a damaged run that this one replaced: resuming chose an older one)."""
+    existing = sorted(set(steps(directory, name)) | set(incomplete_steps(directory, name)))
+    up_to = [s for s in existing if s <= step]
+    for old in up_to[:-keep] + [s for s in existing if s > step]:
+        remove_bundle(directory, old, name)
+
+
+RESULTS_FILE = "eval_results.txt"
+
+
+def write_results(directory, results, name=RESULTS_FILE):
+    """`key = value` lines, sorted by key (the original's eval_results.txt), written atomically."""
+    atomic_io.write_file(os.path.join(directory, name), "".join(f"{k} = {results[k]}\n" for k in sorted(results)))
+
+
+def read_results(path):
+    """{key: value string} of an eval_results.txt."""
+    with open(path, encoding="utf-8") as f:
+        return dict(line.rstrip("\n").split(" = ", 1) for line in f if " = " in line)
