@@ -29,6 +29,7 @@ import os
 
 from absl import flags, logging
 
+import flag_checks
 from bert_tf import BertConfig, BertEncoder, export, export_tasks, finetuning, scripting
 from bert_tf.checkpoints import load_checkpoint, open_checkpoint
 from bert_tf.modeling.classifier import BertClassifier
@@ -146,6 +147,7 @@ def main(_):
     for name, model_types in _TASK_FLAGS.items():
         if FLAGS[name].present and FLAGS.model_type not in model_types:
             raise ValueError(f"--{name} is for --model_type={' or '.join(model_types)}, not {FLAGS.model_type}")
+    flag_checks.check_max_seq_length(segments=1)  # what serve_text packs
     config = read_config(FLAGS.bert_config_file, FLAGS.init_checkpoint)
     config.check_seq_length(FLAGS.max_seq_length)
     label_list = FLAGS.label_list

@@ -10,6 +10,7 @@ model.safetensors; `--bert_config_file` may be a Google bert_config.json or a HF
 
 from absl import flags, logging
 
+import flag_checks
 from bert_tf import BertConfig, BertEncoder, scripting
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.extraction import FeatureExtractor, resolve_layers, write_features
@@ -32,6 +33,8 @@ for name in ("input_file", "output_file", "bert_config_file", "init_checkpoint",
 
 def main(_):
     logging.set_verbosity(logging.INFO)
+    flag_checks.check_at_least(1, "batch_size")
+    flag_checks.check_max_seq_length(segments=1)
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
     config.check_seq_length(FLAGS.max_seq_length)
     layers = resolve_layers(FLAGS.layers, config.num_hidden_layers)

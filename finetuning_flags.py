@@ -10,6 +10,7 @@ import os
 import tensorflow as tf
 from absl import flags, logging
 
+import flag_checks
 import training_flags
 
 from bert_tf import BertConfig
@@ -46,12 +47,15 @@ for _name in ("data_dir", "bert_config_file", "vocab_file", "output_dir"):
     flags.mark_flag_as_required(_name)
 
 
-def setup():
+def setup(segments=1):
     """Checks the flags and creates what every run needs, before any data is read: (strategy, config,
-    tokenizer). The strategy comes first (a multi-worker strategy must exist before TensorFlow starts)."""
+    tokenizer). The strategy comes first (a multi-worker strategy must exist before TensorFlow starts).
+    segments: texts per example (2: pairs), for the shortest --max_seq_length that holds a piece of each."""
     logging.set_verbosity(logging.INFO)
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         raise ValueError("At least one of `do_train`, `do_eval` or `do_predict` must be True.")
+    flag_checks.check_at_least(1, "train_batch_size", "eval_batch_size", "predict_batch_size")
+    flag_checks.check_max_seq_length(segments)
     strategy = training_flags.create_strategy()
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
     config.check_seq_length(FLAGS.max_seq_length)

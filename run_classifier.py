@@ -28,6 +28,7 @@ import numpy as np
 from absl import flags, logging
 
 import finetuning_flags
+import flag_checks
 import training_flags
 from bert_tf import atomic_io, glue_metrics, scripting
 from bert_tf.data import classification, glue_tasks, tfds_tasks
@@ -74,6 +75,8 @@ def get_processor():
 @functools.cache  # read once, also when the dev set is evaluated at every checkpoint
 def features_of(processor, split, tokenizer):
     examples = processor.get_examples(FLAGS.data_dir, split)
+    if any(example.text_b for example in examples):
+        flag_checks.check_max_seq_length(segments=2)
     return examples, classification.convert_examples(examples, processor.get_labels(), FLAGS.max_seq_length,
                                                      tokenizer, FLAGS.truncation)
 
@@ -128,9 +131,22 @@ def predict(tuner, processor, split, tokenizer):
         logging.info("Wrote the leaderboard file %s", submission)
 
 
+def splits_used(processor):
+    """The splits this run reads: train (--do_train), the dev splits (--do_eval, or --best_metric while
+    training), the test splits (--do_predict)."""
+    splits = ["train"] if FLAGS.do_train else []
+    if FLAGS.do_eval or (FLAGS.do_train and FLAGS.best_metric):
+        splits += processor.dev_splits
+    if FLAGS.do_predict:
+        splits += processor.test_splits
+    return splits
+
+
 def main(_):
     strategy, config, tokenizer = finetuning_flags.setup()
     processor = get_processor()
+    for split in splits_used(processor):  # every file read and checked before any model is built
+        features_of(processor, split, tokenizer)
     train = features_of(processor, "train", tokenizer)[1] if FLAGS.do_train else None
     num_labels = 1 if processor.is_regression else len(processor.get_labels())
     if not processor.is_regression:

@@ -7,8 +7,9 @@
 
 Input: `--train_file`, `--dev_file`, `--test_file` in --data_dir (default train.txt, dev.txt, test.txt), one
 `word ... tag` per line, a blank line between sentences, BIO / IOB1 / IOBES tags; the test file may have the
-words alone. The labels are the training file's tags. Each word's label is predicted at its first word piece
-(Devlin et al. 2019, section 5.3). The same flags as run_classifier.py otherwise.
+words alone. The labels are the training file's tags; a dev or tagged test file with another tag is an
+error before training. Each word's label is predicted at its first word piece (Devlin et al. 2019, section
+5.3). The same flags as run_classifier.py otherwise.
 
 Writes to --output_dir: model.ckpt-N, eval_results.txt (entity-level eval_precision, eval_recall, eval_f1
 computed as conlleval, token eval_accuracy, eval_loss, global_step, loss), eval_predictions.txt and
@@ -75,6 +76,11 @@ def main(_):
     train = read(FLAGS.train_file)
     labels = tagging.label_list(train)
     logging.info("%d labels from %s: %s", len(labels), FLAGS.train_file, " ".join(labels))
+    # The files read after training, read now: a bad line or a tag the model cannot predict fails first.
+    if FLAGS.do_eval or (FLAGS.do_train and FLAGS.best_metric):
+        tagging.check_tags(read(FLAGS.dev_file), labels)
+    if FLAGS.do_predict:
+        tagging.check_tags(read(FLAGS.test_file), labels)
     finetuning.write_labels(FLAGS.output_dir, labels)
     tuner = finetuning_flags.create_finetuner(strategy, lambda: BertTokenClassifier(config, len(labels)))
     if FLAGS.do_train:

@@ -19,6 +19,7 @@ import os
 import tensorflow as tf
 from absl import flags, logging
 
+import flag_checks
 import training_flags
 from bert_tf import BertConfig, run_directory, scripting
 from bert_tf.checkpoints import load_checkpoint
@@ -87,6 +88,7 @@ def main(_):
     logging.set_verbosity(logging.INFO)
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+    flag_checks.check_at_least(1, "train_batch_size", "eval_batch_size")
     strategy = training_flags.create_strategy()  # first: before TensorFlow starts
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
     config.check_seq_length(FLAGS.max_seq_length)

@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 from absl import flags, logging
 
+import flag_checks
 import training_flags
 from bert_tf import BertConfig, atomic_io, scripting
 from bert_tf.checkpoints import load_checkpoint
@@ -78,6 +79,7 @@ def validate_flags(config):
     """The original's `validate_flags_or_throw`, as ValueErrors."""
     if not FLAGS.do_train and not FLAGS.do_predict:
         raise ValueError("At least one of `do_train` or `do_predict` must be True.")
+    flag_checks.check_at_least(1, "train_batch_size", "predict_batch_size")
     if FLAGS.tfds_name:
         if FLAGS.train_file or FLAGS.predict_file:
             raise ValueError(f"--tfds_name={FLAGS.tfds_name} replaces --train_file and --predict_file; pass "

@@ -45,7 +45,7 @@ def evaluate(tuner, tokenizer):
 
 
 def main(_):
-    strategy, config, tokenizer = finetuning_flags.setup()
+    strategy, config, tokenizer = finetuning_flags.setup(segments=2)  # context and ending
     tuner = finetuning_flags.create_finetuner(strategy, lambda: BertMultipleChoice(config))
     if FLAGS.do_train:
         finetuning_flags.train(tuner, features_of("train", tokenizer), lambda: evaluate(tuner, tokenizer))

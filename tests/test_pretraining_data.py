@@ -22,7 +22,7 @@ from bert_tf.data.masking import MaskingConfig, mask_tokens, num_to_predict
 from bert_tf.data.pipeline import record_stats
 from bert_tf.data.pretraining import (ChunkTokenizer, InstanceMaker, InstanceOptions, PretrainingStats,
                                       create_instances_from_document, truncate_seq_pair)
-from bert_tf.data.record_framing import RecordFramer
+from bert_tf.data.record_framing import RecordFramer, check_framing
 from bert_tf.tokenization import FullTokenizer
 from tests.sotu_speeches import SPEECHES, prepared_corpus
 from tools.original_bert import import_original
@@ -225,6 +225,40 @@ def test_framing_is_byte_identical_to_tf_record_writer(tmp_path):
     assert RecordFramer(3000).frame(records) == (tmp_path / "reference").read_bytes()
     with pytest.raises(ValueError, match="3001 bytes"):
         RecordFramer(3000).frame([bytes(3001)])
+
+
+def test_framing_walk_counts_records_and_finds_truncated_and_damaged_files(tmp_path):
+    rng = random.Random(2)
+    records = [bytes(rng.getrandbits(8) for _ in range(rng.choice([0, 1, 7, 300]))) for _ in range(5000)]
+    path = tmp_path / "records"
+    with tf.io.TFRecordWriter(str(path)) as writer:  # TensorFlow's own framing
+        for record in records:
+            writer.write(record)
+    data = path.read_bytes()
+    starts = np.cumsum([0] + [len(record) + 16 for record in records])  # starts[-1]: the file's size
+    assert starts[-1] == len(data) and check_framing(str(path)) == 5000
+    last, bad = int(starts[-2]), tmp_path / "bad"
+
+    def error(content):
+        bad.write_bytes(content)
+        with pytest.raises(ValueError) as raised:
+            check_framing(str(bad))
+        return str(raised.value)
+
+    assert error(data[:last + 12 + 3]) == (
+        f"{bad}: ends inside a record at byte {last} (a record of {len(records[-1])} bytes starts there, the file "
+        f"has {last + 15}); the file is truncated: recreate it")
+    assert error(data[:last + 5]) == (f"{bad}: ends inside a record at byte {last} (its 12-byte header is cut "
+                                      "after 5 bytes); the file is truncated: recreate it")
+    for index, byte in ((10, 9), (4500, 1)):  # a header's CRC, a length (the walk jumps; its CRC tells first)
+        damaged = bytearray(data)
+        damaged[starts[index] + byte] ^= 0x40
+        assert error(bytes(damaged)) == (f"{bad}: the record header at byte {starts[index]} has a wrong CRC; the "
+                                         "file is damaged or not a TFRecord file: recreate it")
+    bad.write_bytes(data[:last])  # cut between records: framing alone cannot tell
+    assert check_framing(str(bad)) == 4999
+    bad.write_bytes(b"")
+    assert check_framing(str(bad)) == 0
 
 
 # --- The script ---------------------------------------------------------------------------------------

@@ -228,6 +228,25 @@ def test_cached_records_round_trip_and_are_keyed_by_settings(hard_file_v2, token
     np.testing.assert_array_equal(batch["segment_ids"], [f.segment_ids for f in fresh])
 
 
+def test_a_truncated_cache_is_converted_anew(hard_file_v2, tokenizer, tmp_path, caplog):
+    path, version_2 = hard_file_v2
+    kwargs = dict(is_training=False, version_2_with_negative=version_2, **SETTINGS)
+    first = squad_records.prepare_squad(path, tokenizer, str(tmp_path), **kwargs)
+    with open(first.record_file, "rb") as f:
+        intact = f.read()
+    last = len(intact) - 16 - len(list(tf.data.TFRecordDataset(first.record_file))[-1].numpy())
+    for cut, problem in ((len(intact) - 7, f"ends inside a record at byte {last}"),
+                         (last, f"{first.num_features - 1} records, but its summary counts {first.num_features}")):
+        with open(first.record_file, "wb") as f:
+            f.write(intact[:cut])
+        with caplog.at_level(logging.WARNING, logger="absl"):
+            again = squad_records.prepare_squad(path, tokenizer, str(tmp_path), **kwargs)
+        assert not again.from_cache and f"Cached features not reused ({first.record_file}: {problem}" in caplog.text
+        with open(first.record_file, "rb") as f:
+            assert f.read() == intact
+    assert squad_records.prepare_squad(path, tokenizer, str(tmp_path), **kwargs).from_cache
+
+
 def test_training_dataset_repeats_shuffles_and_drops_the_remainder(hard_file_v2, tokenizer, tmp_path):
     path, version_2 = hard_file_v2
     prepared = squad_records.prepare_squad(path, tokenizer, str(tmp_path), is_training=True,

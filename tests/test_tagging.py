@@ -58,8 +58,9 @@ def test_label_on_the_first_word_piece(tokenizer):
     assert positions == [[1, 3, 4, 5]]
     assert features["label_ids"][0].tolist() == [-100, 1, -100, 0, 0, 2] + [-100] * 6
     assert features["segment_ids"].sum() == 0 and features["is_real_example"].tolist() == [1]
-    with pytest.raises(ValueError, match=r"x:1: tag 'B-LOC' \(word 4\) is not one of"):
+    with pytest.raises(ValueError, match=r"^x:4: tag 'B-LOC' is not one of the training tags \(O B-PER\)$"):
         tagging.convert_sentences([sentence], ["O", "B-PER"], 12, tokenizer)
+    tagging.check_tags([tagging.TaggedSentence(["Zürich"], None, "y:1")], ["O"])  # untagged: nothing to check
 
 
 def test_truncated_words_are_predicted_o_and_scored(tokenizer, tmp_path):

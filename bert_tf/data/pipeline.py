@@ -10,7 +10,7 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import tfrecord
+from bert_tf.data import record_framing, tfrecord
 from bert_tf.data.pretraining import PretrainingStats
 
 UNMASKED_FEATURES = tfrecord.INT_FEATURES + (tfrecord.NEXT_SENTENCE_LABELS,)
@@ -37,10 +37,15 @@ def expand_record_patterns(input_patterns):
 
 
 def check_records(files, max_seq_length, max_predictions_per_seq, vocab_size, masked):
-    """ValueError, before any training, if the first records of `files` do not fit the flags or the config:
-    `input_ids` of another length than max_seq_length, masked positions of another length than
-    max_predictions_per_seq, masked records where unmasked ones are expected (`masked=False`, dynamic
-    masking) or the reverse, token ids >= vocab_size, or not pretraining records at all."""
+    """ValueError, before any training, if a local file of `files` is truncated or damaged (its framing is
+    walked: `record_framing.check_framing`; remote files, `scheme://...`, are left to TensorFlow's reader),
+    or if the first records of `files` do not fit the flags or the config: `input_ids` of another length
+    than max_seq_length, masked positions of another length than max_predictions_per_seq, masked records
+    where unmasked ones are expected (`masked=False`, dynamic masking) or the reverse, token ids >=
+    vocab_size, or not pretraining records at all."""
+    for path in files:
+        if "://" not in path:
+            record_framing.check_framing(path)
     records = list(tf.data.TFRecordDataset(files[:1]).take(100).as_numpy_iterator())
     if not records:
         raise ValueError(f"{files[0]}: no records")

@@ -9,7 +9,10 @@ what post-processing needs: `example_index`, `doc_span_index` [1], `tokens` (byt
 
 `prepare_squad` names the record file after a hash of everything that decides its contents (the JSON file's
 bytes, the vocab, lower-casing, the window settings, training or not, SQuAD 2.0 or not), so a second run
-with the same settings reads the cache and a run with other settings converts anew.
+with the same settings reads the cache and a run with other settings converts anew. A cached record file
+that is truncated or damaged (its framing walked with `record_framing.check_framing`), or that holds
+another number of records than its summary says, is converted anew with a warning: the cache is derived
+data that the SQuAD file rebuilds.
 """
 
 import dataclasses
@@ -23,7 +26,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import atomic_io
-from bert_tf.data import squad
+from bert_tf.data import record_framing, squad
 
 CACHE_FORMAT_VERSION = 1
 TRAINING_SHUFFLE_SEED = 12345  # the original shuffles the training examples with random.Random(12345)
@@ -140,6 +143,18 @@ def _cache_key(input_file, tokenizer, settings):
     return digest.hexdigest()[:16]
 
 
+def _cache_damage(record_file, num_features):
+    """Why the cached `record_file` cannot be reused (truncated, damaged, or not the `num_features` records
+    that its summary counts), or None when it can."""
+    try:
+        count = record_framing.check_framing(record_file)
+    except ValueError as e:
+        return str(e)
+    if count != num_features:
+        return f"{record_file}: {count} records, but its summary counts {num_features}"
+    return None
+
+
 def prepare_squad(input_file, tokenizer, cache_dir, max_seq_length, doc_stride, max_query_length, is_training,
                   version_2_with_negative):
     """Reads a SQuAD file and converts it to a TFRecord file of features in `cache_dir`, or reuses the file a
@@ -160,8 +175,11 @@ def prepare_squad(input_file, tokenizer, cache_dir, max_seq_length, doc_stride, 
     if os.path.isfile(summary_file) and os.path.isfile(record_file):
         with open(summary_file, encoding="utf-8") as f:
             num_features = json.load(f)["num_features"]
-        logging.info("%s: reusing %d cached features from %s", input_file, num_features, record_file)
-        return PreparedSquad(examples, read.skipped, record_file, num_features, True)
+        damage = _cache_damage(record_file, num_features)
+        if damage is None:
+            logging.info("%s: reusing %d cached features from %s", input_file, num_features, record_file)
+            return PreparedSquad(examples, read.skipped, record_file, num_features, True)
+        logging.warning("Cached features not reused (%s); converting %s anew", damage, input_file)
     os.makedirs(cache_dir, exist_ok=True)
     tmp_file = atomic_io.temporary_path(record_file)
     progress = keras.utils.Progbar(len(examples), unit_name="example")

@@ -24,7 +24,8 @@ _TAG = re.compile(r"^(O|[BIES]-\S+)$")
 
 @dataclasses.dataclass
 class TaggedSentence:
-    """words: list of str; tags: list of str, or None when the file has no tags; source: "path:line"."""
+    """words: list of str; tags: list of str, or None when the file has no tags; source: "path:line" of the
+    first word (the others follow on the next lines)."""
     words: list
     tags: list
     source: str
@@ -67,6 +68,19 @@ def label_list(sentences):
     return ["O"] * ("O" in tags) + sorted(tags - {"O"})
 
 
+def check_tags(sentences, labels):
+    """ValueError naming `path:line` at the first tag of `sentences` that is not in `labels` (the training
+    file's tags, `label_list`): the model cannot predict it, so a dev or test file with it cannot be scored.
+    Untagged sentences pass."""
+    known = set(labels)
+    for sentence in sentences:
+        for index, tag in enumerate(sentence.tags or ()):
+            if tag not in known:
+                path, line = sentence.source.rsplit(":", 1)
+                raise ValueError(f"{path}:{int(line) + index}: tag {tag!r} is not one of the training tags "
+                                 f"({' '.join(labels)})")
+
+
 def is_iobes(labels):
     """True when the tags use the E- / S- prefixes (IOBES), which conlleval needs mapped to BIO."""
     return any(t[:2] in ("E-", "S-") for t in labels)
@@ -77,7 +91,7 @@ def convert_sentences(sentences, labels, max_seq_length, tokenizer):
 
     `[CLS] pieces [SEP]`, zero-padded; a word that tokenizes to nothing becomes [UNK] so every word has a
     first piece. Pieces beyond max_seq_length - 2 are dropped (their words are counted and logged, and
-    predicted "O").
+    predicted "O"). A tag not in `labels` is a ValueError (`check_tags`).
 
     Returns:
       (features, word_positions): features {"input_ids", "input_mask", "segment_ids": int32 [N, T],
@@ -85,6 +99,7 @@ def convert_sentences(sentences, labels, max_seq_length, tokenizer):
       untagged sentences), "is_real_example": int32 [N]}; word_positions: per sentence, the position of
       each kept word's first piece.
     """
+    check_tags(sentences, labels)
     label_map = {label: i for i, label in enumerate(labels)}
     n = len(sentences)
     features = {k: np.zeros((n, max_seq_length), np.int32) for k in ("input_ids", "input_mask", "segment_ids")}
@@ -100,8 +115,6 @@ def convert_sentences(sentences, labels, max_seq_length, tokenizer):
                 break
             positions.append(len(tokens))
             tag = sentence.tags[index] if sentence.tags else None
-            if tag is not None and tag not in label_map:
-                raise ValueError(f"{sentence.source}: tag {tag!r} (word {index + 1}) is not one of {labels}")
             label_ids += [IGNORE_LABEL if tag is None else label_map[tag]] + [IGNORE_LABEL] * (len(pieces) - 1)
             tokens += pieces
         tokens.append("[SEP]")
