@@ -7,13 +7,12 @@ precision, XLA, optimizer, seed) come from training_flags.py.
 
 import os
 
-import tensorflow as tf
 from absl import flags, logging
 
 import flag_checks
 import training_flags
 
-from bert_tf import BertConfig
+from bert_tf import BertConfig, run_directory
 from bert_tf.finetuning import BestCheckpoint, FineTuner, FineTuningOptions
 from bert_tf.tokenization import FullTokenizer
 
@@ -75,7 +74,7 @@ def create_finetuner(strategy, model_fn):
         FLAGS.mixed_precision == "float16", FLAGS.num_accumulation_steps, training_flags.use_xla(strategy),
         FLAGS.seed)
     tuner = FineTuner(strategy, model_fn, options, FLAGS.output_dir)
-    trained = None if FLAGS.do_train else tf.train.latest_checkpoint(FLAGS.output_dir)
+    trained = None if FLAGS.do_train else run_directory.newest_export(FLAGS.output_dir)
     if trained or FLAGS.init_checkpoint:
         tuner.load(trained or FLAGS.init_checkpoint)
     elif not FLAGS.do_train:

@@ -21,7 +21,7 @@ from absl import flags, logging
 
 import flag_checks
 import training_flags
-from bert_tf import BertConfig, run_directory, scripting
+from bert_tf import BertConfig, atomic_io, run_directory, scripting
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.data import pipeline
 from bert_tf.data.masking import MaskingConfig
@@ -69,10 +69,15 @@ for _name in ("input_file", "bert_config_file", "output_dir"):
 def check_output_dir(output_dir):
     """OSError now, rather than at the first checkpoint, if `output_dir` cannot be written."""
     os.makedirs(output_dir, exist_ok=True)
-    probe = os.path.join(output_dir, f".write_test_{os.getpid()}")
-    with open(probe, "w", encoding="utf-8") as f:
-        f.write("ok")
-    os.remove(probe)
+    probe = atomic_io.temporary_path(os.path.join(output_dir, ".write_test"))
+    try:
+        with open(probe, "wb") as f:
+            f.write(b"ok")
+    except OSError as e:
+        raise atomic_io.disk_error(e, output_dir) from None
+    finally:
+        if os.path.exists(probe):
+            os.remove(probe)
 
 
 def masking_config(config):
@@ -158,7 +163,7 @@ def main(_):
         logging.info("***** Running evaluation *****")
         global_step = trainer.step
         if not FLAGS.do_train:
-            latest = tf.train.latest_checkpoint(FLAGS.output_dir)
+            latest = run_directory.newest_export(FLAGS.output_dir)
             if latest:
                 load_checkpoint(model, latest)
                 global_step = run_directory.step_of(latest)

@@ -24,7 +24,7 @@ from absl import flags, logging
 
 import flag_checks
 import training_flags
-from bert_tf import BertConfig, atomic_io, scripting
+from bert_tf import BertConfig, atomic_io, run_directory, scripting
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.data import squad_records, squad_tfds
 from bert_tf.data.squad import load_squad_json
@@ -178,8 +178,8 @@ def main(_):
     with strategy.scope():
         model = BertSpanLabeler(config)
         model.build()
-    latest = tf.train.latest_checkpoint(FLAGS.output_dir)
-    source = FLAGS.init_checkpoint if FLAGS.do_train or not latest else latest
+    latest = None if FLAGS.do_train else run_directory.newest_export(FLAGS.output_dir)
+    source = latest or FLAGS.init_checkpoint
     if source:
         report = load_checkpoint(model, source)
         if FLAGS.do_predict and not FLAGS.do_train and report.missing:

@@ -36,9 +36,10 @@ def temporary_path(path):
 
 
 def disk_error(error, path, action="write"):
-    """An OSError naming `path` and the system's reason (e.g. 'No space left on device')."""
-    reason = error.strerror or str(error)
-    return OSError(error.errno, f"cannot {action} {path}: {reason}")
+    """An OSError naming `path` and the reason of `error`: an OSError's (e.g. 'No space left on device') or
+    the first line of a TensorFlow OpError's message (its writers raise those)."""
+    reason = getattr(error, "strerror", None) or (getattr(error, "message", None) or str(error)).strip()
+    return OSError(getattr(error, "errno", None), f"cannot {action} {path}: {reason.splitlines()[0]}")
 
 
 def fsync_path(path):

@@ -56,7 +56,7 @@ def _tf_checkpoint_prefix(path):
         for name in ("bert_model.ckpt", "model.ckpt"):
             if os.path.isfile(os.path.join(path, name + ".index")):
                 return os.path.join(path, name)
-        latest = tf.train.latest_checkpoint(path)
+        latest = run_directory.newest_export(path)
         if latest:
             return latest
         indexes = sorted(glob.glob(os.path.join(path, "*.index")))

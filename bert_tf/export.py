@@ -44,6 +44,7 @@ import shutil
 import tensorflow as tf
 from absl import logging
 
+from bert_tf import atomic_io
 from bert_tf.modeling.encoder import INPUT_NAMES
 from bert_tf.text import BertPacker, BertTokenizer
 
@@ -337,20 +338,25 @@ class HubEncoder(tf.__internal__.tracking.AutoTrackable):
 # ---------------------------------------------------------------------------------------------- writing
 
 def _save_atomically(root, path, method_names=None):
-    """tf.saved_model.save(root) into a temporary sibling of `path`, renamed to `path` once complete (a
-    reader never sees a partial SavedModel); OSError if `path` exists (rename refuses a non-empty target).
+    """tf.saved_model.save(root) into a temporary sibling of `path`, synced and renamed to `path` once
+    complete (a reader never sees a partial SavedModel); OSError if `path` exists, or naming `path` and the
+    reason when the write fails (nothing is left behind).
     `method_names`: {signature name: method name} to write over the predict method name of those signatures."""
-    parent, name = os.path.split(os.path.abspath(path))
+    parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     if os.path.exists(path):
         raise OSError(f"{path} already exists; remove it or export elsewhere")
-    tmp = os.path.join(parent, f".tmp-{name}-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    atomic_io.remove_leftovers(parent, os.path.basename(path) + atomic_io.TEMPORARY_MARK)
+    tmp = atomic_io.temporary_path(path)
     try:
         tf.saved_model.save(root, tmp, signatures=root.signatures())
         if method_names:
             _set_method_names(tmp, method_names)
+        atomic_io.fsync_tree(tmp)
         os.rename(tmp, path)
+        atomic_io.fsync_path(parent)
+    except (tf.errors.OpError, OSError) as e:
+        raise atomic_io.disk_error(e, path) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     logging.info("Exported %s to %s", type(root).__name__, path)

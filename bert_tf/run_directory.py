@@ -65,7 +65,7 @@ def write_bundle(prefix, write):
         data = sorted(glob.glob(glob.escape(tmp) + ".data-*"))
         atomic_io.publish(data + [tmp + ".index"], [prefix + p[len(tmp):] for p in data] + [prefix + ".index"])
     except tf.errors.OpError as e:
-        raise OSError(f"cannot write {prefix}: {e.message.splitlines()[0]}") from None
+        raise atomic_io.disk_error(e, prefix) from None
     finally:
         for leftover in glob.glob(glob.escape(tmp) + "*"):
             if os.path.isdir(leftover):
@@ -120,3 +120,18 @@ def read_results(path):
     """{key: value string} of an eval_results.txt."""
     with open(path, encoding="utf-8") as f:
         return dict(line.rstrip("\n").split(" = ", 1) for line in f if " = " in line)
+
+
+def newest_export(directory):
+    """The prefix of the newest complete model.ckpt-N that `directory`'s `checkpoint` index names, or None.
+
+    ValueError when the directory's training state is further along (a training run was killed, or is
+    running, between saving its state and exporting those weights): reading the older weights would
+    silently evaluate or export the wrong step; rerunning the training command finishes the export."""
+    step = indexed_step(directory)
+    states = steps(os.path.join(directory, STATE_DIR), STATE_NAME)
+    if states and (step is None or states[-1] > step):
+        raise ValueError(f"{directory}: the training state is at step {states[-1]} but the newest exported weights "
+                         f"are {'none' if step is None else f'{EXPORT_NAME}-{step}'}; the training run was "
+                         "interrupted (or is still running): rerun its command to finish the export")
+    return None if step is None else checkpoint_prefix(directory, step)

@@ -6,7 +6,7 @@ import contextlib
 import errno
 import json
 import os
-import shutil
+import pathlib
 import subprocess
 import sys
 
@@ -15,6 +15,7 @@ import pytest
 from bert_tf import BertConfig, atomic_io
 from bert_tf.data import squad_records
 from bert_tf.extraction import write_features
+from tests import small_disk as small_disk_module
 
 NO_SPACE = os.strerror(errno.ENOSPC)  # 'No space left on device'
 
@@ -22,16 +23,8 @@ NO_SPACE = os.strerror(errno.ENOSPC)  # 'No space left on device'
 @pytest.fixture
 def small_disk(tmp_path):
     """A folder on a freshly mounted 1 MiB tmpfs, unmounted after the test whatever its outcome."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if shutil.which("mount") is None:
-        pytest.skip("no mount command")
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
-                            capture_output=True, text=True)
-    if result.returncode:
-        pytest.skip(f"cannot mount a tmpfs: {result.stderr.strip() or result.returncode}")
-    yield disk
-    subprocess.run(["umount", "--lazy", str(disk)], check=True)
+    with small_disk_module.mounted(tmp_path / "disk", "1m") as disk:
+        yield pathlib.Path(disk)
 
 
 def _fill(disk):

@@ -194,7 +194,7 @@ def prepare_squad(input_file, tokenizer, cache_dir, max_seq_length, doc_stride, 
                     progress.update(feature.example_index + 1)
         atomic_io.publish([tmp_file], [record_file])
     except tf.errors.OpError as e:  # TensorFlow's writer (e.g. a full disk): one line naming the file
-        raise OSError(f"cannot write {record_file}: {e.message}") from None
+        raise atomic_io.disk_error(e, record_file) from None
     finally:
         if os.path.exists(tmp_file):
             os.remove(tmp_file)

@@ -266,12 +266,16 @@ class Trainer:
 
         Each candidate, newest first, must restore completely (index and data readable, checksums right),
         hold the step its name says and have this worker's data position; a damaged one is named in a
-        warning and the previous one tried. ValueError when states exist but none is intact (never a
-        silent start from step 0)."""
+        warning and the previous one tried. ValueError when indexed states exist but none is intact (never
+        a silent start from step 0); data without an index (a save cut short: nothing to restore) is named
+        in a warning and ignored."""
         name = run_directory.STATE_NAME
         candidates = run_directory.steps(state_dir, name)
-        damaged = [f"{run_directory.checkpoint_prefix(state_dir, s, name)}: index missing"
-                   for s in run_directory.incomplete_steps(state_dir, name) if not candidates or s > candidates[-1]]
+        for step in run_directory.incomplete_steps(state_dir, name):
+            if not candidates or step > candidates[-1]:  # the index is renamed last: a save was cut short
+                logging.warning("Damaged training state %s: data without an index (a save interrupted, or the index "
+                                "lost); not resumable, ignored", run_directory.checkpoint_prefix(state_dir, step, name))
+        damaged = []
         for step in reversed(candidates):
             prefix = run_directory.checkpoint_prefix(state_dir, step, name)
             data_prefix = run_directory.checkpoint_prefix(data_dir, step, name)
@@ -283,7 +287,7 @@ class Trainer:
                 if self.step != step:
                     raise ValueError(f"it holds step {self.step}")
                 data.read(data_prefix).assert_existing_objects_matched()
-            except (tf.errors.OpError, ValueError, AssertionError) as e:
+            except Exception as e:  # TF's checkpoint reader raises OpErrors, IndexError, ValueError, AssertionError
                 reason = e.message if isinstance(e, tf.errors.OpError) else str(e)
                 damaged.append(f"{prefix}: {reason.splitlines()[0] if reason else type(e).__name__}")
                 continue

@@ -1,0 +1,33 @@
+"""A real full file system for tests: a small tmpfs mounted for the length of a `with` block (needs root;
+`mount_or_skip` skips the test with the reason where mounting is not possible)."""
+
+import contextlib
+import os
+import shutil
+import subprocess
+
+import pytest
+
+
+@contextlib.contextmanager
+def mounted(directory, size):
+    """Mounts a tmpfs of `size` (mount's syntax: "1m", "300k") on `directory` (created), yields it as a
+    str, and unmounts it whatever happens; pytest.skip when it cannot be mounted."""
+    directory = str(directory)
+    os.makedirs(directory, exist_ok=True)
+    if shutil.which("mount") is None:
+        pytest.skip("no mount command")
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", directory],
+                            capture_output=True, text=True)
+    if result.returncode:
+        pytest.skip(f"cannot mount a tmpfs: {result.stderr.strip() or result.returncode}")
+    try:
+        yield directory
+    finally:
+        subprocess.run(["umount", "--lazy", directory], check=True)
+
+
+def all_files(directory):
+    """Every path under `directory`, relative to it, sorted."""
+    return sorted(os.path.relpath(os.path.join(root, name), directory)
+                  for root, dirs, files in os.walk(directory) for name in dirs + files)

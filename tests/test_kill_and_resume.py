@@ -1,0 +1,198 @@
+"""SIGKILL at 27 moments of pretraining and fine-tuning (inside the state save, the export of the weights,
+the `checkpoint` index, the dev evaluation, the best/ swap, at random times), then the same command again:
+every rerun must end as a run that was never interrupted, with the same final weights, `checkpoint`
+naming the final step, best/ holding the best evaluated step, and the same dev evaluations.
+
+Each killed run is a real process killed by SIGKILL (tests/kill_at.py picks the moment); the rerun is the
+plain script."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests import pretraining_records
+from tests.test_finetuning_scripts import TINY, model_dir  # noqa: F401 (a fixture)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KILL_AT = os.path.join(ROOT, "tests", "kill_at.py")
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+# Pretraining: 6 steps, a checkpoint every 2 (states 2, 4, 6), evaluations before training, at 2 and 4 and
+# at the end.
+PRETRAINING_MOMENTS = [
+    "before_replace:data_worker_0/ckpt-2.index",  # inside the data-position save of step 2
+    "before_replace:training_state/ckpt-2.data-00000-of-00001",  # data position saved, the state not
+    "checkpoint_written::2",  # the state of step 2 written under its temporary name, not yet renamed
+    "before_replace:training_state/ckpt-4.index",
+    "after_replace:training_state/ckpt-4.index",  # state 4 saved, its weights not exported
+    "export_written::2",  # model.ckpt-4 written under its temporary name
+    "before_replace:model.ckpt-4.index",
+    "before_replace:/checkpoint:2",  # model.ckpt-4 complete, the index file still names model.ckpt-2
+    "evaluate::2",  # the evaluation at the checkpoint of step 2
+    "before_replace:training_state/ckpt-6.index",  # inside the final state save
+    "after_replace:training_state/ckpt-6.index",  # training done, the final export not written
+    "before_replace:model.ckpt-6.index",  # inside the final export
+    "before_replace:/checkpoint:3",  # final export complete, the index file names model.ckpt-4
+    "evaluate::4",  # the final evaluation (eval_results.txt)
+    "random:1",
+]
+# Fine-tuning (run_classifier, --best_metric): 6 steps, a checkpoint and a dev evaluation every 2.
+FINETUNING_MOMENTS = [
+    "before_replace:training_state/ckpt-2.index",
+    "after_replace:training_state/ckpt-4.index",
+    "before_replace:model.ckpt-4.index",
+    "predict::1",  # the dev evaluation of step 2
+    "exchanged::1",  # best/ replaced, the old folder not yet removed
+    "moved_aside::1",  # no atomic exchange: the old best/ moved aside, the new one not yet in place
+    "before_replace:dev_evaluations.jsonl:2",  # best/ updated for step 4, the evaluation not recorded
+    "predict::3",  # the dev evaluation of the last step
+    "after_replace:training_state/ckpt-6.index",  # the final export not written
+    "before_replace:/checkpoint:3",
+    "predict::4",  # the final --do_eval
+    "random:2",
+]
+
+
+def run(command, moment=None):
+    """Runs `command` (a script and its flags) to its end, or SIGKILLed at `moment`; returns (code, output)."""
+    if moment is None:
+        process = subprocess.run([sys.executable] + command, capture_output=True, text=True, cwd=ROOT, env=ENV)
+        return process.returncode, process.stdout + process.stderr
+    if moment.startswith("random:"):  # killed from outside at a random time after a random training step
+        rng = random.Random(moment)
+        step, delay = rng.randint(1, 5), rng.uniform(0.0, 1.0)
+        process = subprocess.Popen([sys.executable] + command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True, cwd=ROOT, env=ENV)
+        for line in process.stderr:
+            if f"step {step}/6 " in line:
+                time.sleep(delay)
+                process.send_signal(signal.SIGKILL)
+                break
+        process.stderr.close()
+        return process.wait(), f"killed {delay:.2f} s after step {step}"
+    process = subprocess.run([sys.executable, KILL_AT, moment] + command, capture_output=True, text=True,
+                             cwd=ROOT, env=ENV)
+    return process.returncode, process.stdout + process.stderr
+
+
+def weights(prefix):
+    reader = tf.train.load_checkpoint(prefix)
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def outcome(output_dir):
+    """What an uninterrupted run leaves: the final weights, the index file, the results, best/, the dev
+    evaluations."""
+    output_dir = str(output_dir)
+    newest = tf.train.latest_checkpoint(output_dir)
+    best = os.path.join(output_dir, "best")
+    return {
+        "newest": os.path.basename(newest),
+        "weights": weights(newest),
+        "eval_results": read_text(os.path.join(output_dir, "eval_results.txt")),
+        "best": read_text(os.path.join(best, "eval_results.txt")) if os.path.isdir(best) else None,
+        "best_weights": weights(tf.train.latest_checkpoint(best)) if os.path.isdir(best) else None,
+        "evaluations": read_text(os.path.join(output_dir, "dev_evaluations.jsonl"))
+        if os.path.exists(os.path.join(output_dir, "dev_evaluations.jsonl")) else None,
+        "leftovers": sorted(name for name in os.listdir(output_dir) if ".incomplete" in name or name.endswith(
+            ("_temp", ".previous"))),
+    }
+
+
+def assert_same_outcome(got, expected, label):
+    assert got["newest"] == expected["newest"], label
+    assert sorted(got["weights"]) == sorted(expected["weights"]), label
+    for name, value in expected["weights"].items():
+        np.testing.assert_array_equal(got["weights"][name], value, err_msg=f"{label}: {name}")
+    for key in ("eval_results", "best", "evaluations", "leftovers"):
+        assert got[key] == expected[key], f"{label}: {key}"
+    if expected["best_weights"] is not None:
+        for name, value in expected["best_weights"].items():
+            np.testing.assert_array_equal(got["best_weights"][name], value, err_msg=f"{label}: best/{name}")
+
+
+def kill_then_rerun(command, moment):
+    code, output = run(command, moment)
+    assert code == -signal.SIGKILL, f"{moment}: the run was not killed (exit {code}): {output[-2000:]}"
+    code, output = run(command)
+    assert code == 0, f"{moment}: the rerun failed: {output[-3000:]}"
+    return output
+
+
+# ------------------------------------------------------------------------------------------- pretraining
+
+@pytest.fixture(scope="module")
+def pretraining(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("kill_pretraining")
+    records = pretraining_records.write_records(directory / "train.tfrecord", 64)
+    config = directory / "bert_config.json"
+    config.write_text(json.dumps(dict(vocab_size=30522, **pretraining_records.TINY)))
+
+    def command(output_dir):
+        flags = {"input_file": records, "output_dir": output_dir, "bert_config_file": config, "max_seq_length": 32,
+                 "max_predictions_per_seq": 5, "do_train": True, "do_eval": True, "train_batch_size": 8,
+                 "eval_batch_size": 8, "learning_rate": 1e-3, "num_train_steps": 6, "num_warmup_steps": 2,
+                 "save_checkpoints_steps": 2, "iterations_per_loop": 1, "max_eval_steps": 2, "seed": 1,
+                 "deterministic": True}
+        return ["run_pretraining.py"] + [f"--{k}={v}" for k, v in flags.items()]
+
+    reference = directory / "uninterrupted"
+    code, output = run(command(reference))
+    assert code == 0, output[-3000:]
+    return command, outcome(reference)
+
+
+@pytest.mark.parametrize("moment", PRETRAINING_MOMENTS)
+def test_pretraining_killed_then_rerun_ends_as_an_uninterrupted_run(pretraining, tmp_path, moment):
+    command, expected = pretraining
+    assert expected["newest"] == "model.ckpt-6"
+    output = kill_then_rerun(command(tmp_path / "out"), moment)
+    if not moment.startswith("random"):
+        assert "step 6/6" in output or "Resumed from" in output and "at step 6" in output, output[-2000:]
+    assert_same_outcome(outcome(tmp_path / "out"), expected, moment)
+
+
+# ------------------------------------------------------------------------------------------- fine-tuning
+
+@pytest.fixture(scope="module")
+def finetuning(tmp_path_factory, model_dir):  # noqa: F811 (the fixture imported above)
+    directory = tmp_path_factory.mktemp("kill_finetuning")
+    rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
+            "ham\tok thanks", "ham\tcall me later", "spam\tfree cash now", "ham\tsee you"]
+    data = directory / "data"
+    data.mkdir()
+    (data / "train.tsv").write_text("\n".join(rows * 3) + "\n")
+    (data / "dev.tsv").write_text("\n".join(rows[:6]) + "\n")
+
+    def command(output_dir):
+        flags = {**model_dir, "task_name": "custom", "text_a_column": "message", "data_dir": data,
+                 "output_dir": output_dir, "do_train": True, "do_eval": True, "max_seq_length": 32,
+                 "train_batch_size": 7, "num_train_epochs": 2, "save_checkpoints_steps": 2,
+                 "iterations_per_loop": 1, "best_metric": "eval_loss", "learning_rate": 1e-3, "seed": 1}
+        return ["run_classifier.py"] + [f"--{k}={v}" for k, v in flags.items()]
+
+    reference = directory / "uninterrupted"
+    code, output = run(command(reference))
+    assert code == 0, output[-3000:]
+    return command, outcome(reference)
+
+
+@pytest.mark.parametrize("moment", FINETUNING_MOMENTS)
+def test_finetuning_killed_then_rerun_ends_as_an_uninterrupted_run(finetuning, tmp_path, moment):
+    command, expected = finetuning
+    assert expected["newest"] == "model.ckpt-6" and expected["evaluations"].count("\n") == 3
+    kill_then_rerun(command(tmp_path / "out"), moment)
+    assert_same_outcome(outcome(tmp_path / "out"), expected, moment)
