@@ -30,7 +30,7 @@ def error_line(returncode, output):
     return errors[0]
 
 
-def script_error(script, model_dir, **flags):
+def script_error(script, model_dir, **flags):  # noqa: F811 (model_dir: the fixture)
     """(Error line, whole output) of a fine-tuning script (test_finetuning_scripts.run) that must fail."""
     done = run(script, model_dir, **flags)
     output = done.stdout + done.stderr
