@@ -124,6 +124,17 @@ def assert_same_outcome(got, expected, label):
             np.testing.assert_array_equal(got["best_weights"][name], value, err_msg=f"{label}: best/{name}")
 
 
+def uninterrupted(directory, script, flags):
+    """(command: output_dir -> the script's command line with `flags`, the outcome of an uninterrupted run
+    of it in directory/uninterrupted)."""
+    def command(output_dir):
+        return [script] + [f"--{k}={v}" for k, v in {**flags, "output_dir": output_dir}.items()]
+
+    code, output = run(command(directory / "uninterrupted"))
+    assert code == 0, output[-3000:]
+    return command, outcome(directory / "uninterrupted")
+
+
 def kill_then_rerun(command, moment):
     code, output = run(command, moment)
     assert code == -signal.SIGKILL, f"{moment}: the run was not killed (exit {code}): {output[-2000:]}"
@@ -141,18 +152,11 @@ def pretraining(tmp_path_factory):
     config = directory / "bert_config.json"
     config.write_text(json.dumps(dict(vocab_size=30522, **pretraining_records.TINY)))
 
-    def command(output_dir):
-        flags = {"input_file": records, "output_dir": output_dir, "bert_config_file": config, "max_seq_length": 32,
-                 "max_predictions_per_seq": 5, "do_train": True, "do_eval": True, "train_batch_size": 8,
-                 "eval_batch_size": 8, "learning_rate": 1e-3, "num_train_steps": 6, "num_warmup_steps": 2,
-                 "save_checkpoints_steps": 2, "iterations_per_loop": 1, "max_eval_steps": 2, "seed": 1,
-                 "deterministic": True}
-        return ["run_pretraining.py"] + [f"--{k}={v}" for k, v in flags.items()]
-
-    reference = directory / "uninterrupted"
-    code, output = run(command(reference))
-    assert code == 0, output[-3000:]
-    return command, outcome(reference)
+    return uninterrupted(directory, "run_pretraining.py", {
+        "input_file": records, "bert_config_file": config, "max_seq_length": 32, "max_predictions_per_seq": 5,
+        "do_train": True, "do_eval": True, "train_batch_size": 8, "eval_batch_size": 8, "learning_rate": 1e-3,
+        "num_train_steps": 6, "num_warmup_steps": 2, "save_checkpoints_steps": 2, "iterations_per_loop": 1,
+        "max_eval_steps": 2, "seed": 1, "deterministic": True})
 
 
 @pytest.mark.parametrize("moment", PRETRAINING_MOMENTS)
@@ -174,20 +178,13 @@ def finetuning(tmp_path_factory, model_dir):  # noqa: F811 (the fixture imported
             "ham\tok thanks", "ham\tcall me later", "spam\tfree cash now", "ham\tsee you"]
     data = directory / "data"
     data.mkdir()
-    (data / "train.tsv").write_text("\n".join(rows * 3) + "\n")
+    (data / "train.tsv").write_text("\n".join(rows[:1] + rows[1:] * 3) + "\n")  # 21 examples
     (data / "dev.tsv").write_text("\n".join(rows[:6]) + "\n")
-
-    def command(output_dir):
-        flags = {**model_dir, "task_name": "custom", "text_a_column": "message", "data_dir": data,
-                 "output_dir": output_dir, "do_train": True, "do_eval": True, "max_seq_length": 32,
-                 "train_batch_size": 7, "num_train_epochs": 2, "save_checkpoints_steps": 2,
-                 "iterations_per_loop": 1, "best_metric": "eval_loss", "learning_rate": 1e-3, "seed": 1}
-        return ["run_classifier.py"] + [f"--{k}={v}" for k, v in flags.items()]
-
-    reference = directory / "uninterrupted"
-    code, output = run(command(reference))
-    assert code == 0, output[-3000:]
-    return command, outcome(reference)
+    return uninterrupted(directory, "run_classifier.py", {
+        **model_dir, "task_name": "custom", "text_a_column": "message", "data_dir": data, "do_train": True,
+        "do_eval": True, "max_seq_length": 32, "train_batch_size": 7, "num_train_epochs": 2,
+        "save_checkpoints_steps": 2, "iterations_per_loop": 1, "best_metric": "eval_loss", "learning_rate": 1e-3,
+        "seed": 1})
 
 
 @pytest.mark.parametrize("moment", FINETUNING_MOMENTS)
