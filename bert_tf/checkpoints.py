@@ -71,17 +71,25 @@ def _read_tf_checkpoint(prefix):
     except (tf.errors.OpError, ValueError) as e:
         raise ValueError(f"{prefix}: cannot read TensorFlow checkpoint ({str(e).splitlines()[0]})") from None
     shapes = reader.get_variable_to_shape_map()
+
+    def read(name):
+        try:
+            return reader.get_tensor(name)
+        except (tf.errors.OpError, IndexError, ValueError) as e:  # TF's reader maps some errors to builtins
+            reason = (getattr(e, "message", None) or str(e)).strip().splitlines()[0]
+            raise ValueError(f"{prefix}: cannot read {name}: {reason} (a damaged or truncated checkpoint)") from None
+
     if FORMAT_VERSION_NAME in shapes:
-        version = int(reader.get_tensor(FORMAT_VERSION_NAME))
+        version = int(read(FORMAT_VERSION_NAME))
         if version != FORMAT_VERSION:
             raise ValueError(f"{prefix}: bert_tf checkpoint format version {version}, expected {FORMAT_VERSION}")
         config = None
         if CONFIG_NAME in shapes:
-            config = json.loads(reader.get_tensor(CONFIG_NAME).decode("utf-8"))
+            config = json.loads(read(CONFIG_NAME).decode("utf-8"))
         ignored = {FORMAT_VERSION_NAME: "format marker", CONFIG_NAME: "embedded bert_config.json"} \
             if config is not None else {FORMAT_VERSION_NAME: "format marker"}
         weights = {n: tuple(s) for n, s in shapes.items() if n not in ignored}
-        return CheckpointSource(prefix, NATIVE, weights, reader.get_tensor, ignored, config)
+        return CheckpointSource(prefix, NATIVE, weights, read, ignored, config)
     if any(".ATTRIBUTES" in n for n in shapes):
         raise ValueError(f"{prefix}: this is a TF2 object-based checkpoint (names like "
                          f"{next(n for n in shapes if '.ATTRIBUTES' in n)}); expected a Google TF1 BERT "
@@ -91,7 +99,7 @@ def _read_tf_checkpoint(prefix):
                          f"bert/embeddings/word_embeddings; found {sorted(shapes)[:5]})")
     ignored = {n: "optimizer state" for n in shapes if _OPTIMIZER_SLOT.search(n)}
     weights = {n: tuple(s) for n, s in shapes.items() if n not in ignored}
-    return CheckpointSource(prefix, GOOGLE, weights, reader.get_tensor, ignored)
+    return CheckpointSource(prefix, GOOGLE, weights, read, ignored)
 
 
 # ------------------------------------------------------------------------------------------- HuggingFace

@@ -144,6 +144,23 @@ def test_missing_corrupt_and_foreign_checkpoints(tmp_path, tiny_config):
         load_checkpoint(encoder, str(tmp_path / "broken.ckpt"))
 
 
+def test_damaged_weights_are_an_error_naming_the_checkpoint(tmp_path, tiny_config):
+    """A flipped byte (checksum) or a truncated data file: a ValueError naming the prefix, not TF's error."""
+    encoder = BertEncoder(tiny_config)
+    encoder.build()
+    prefix = str(tmp_path / "model.ckpt-1")
+    save_checkpoint(encoder, prefix)
+    data = prefix + ".data-00000-of-00001"
+    content = bytearray(open(data, "rb").read())
+    content[len(content) // 2] ^= 0xFF
+    open(data, "wb").write(bytes(content))
+    with pytest.raises(ValueError, match=r"model\.ckpt-1: cannot read .*Checksum does not match.*damaged or truncated"):
+        load_checkpoint(BertEncoder(tiny_config), prefix)
+    os.truncate(data, len(content) // 3)
+    with pytest.raises(ValueError, match=r"model\.ckpt-1: cannot read .*damaged or truncated"):
+        load_checkpoint(BertEncoder(tiny_config), prefix)
+
+
 def test_failed_conversion_leaves_no_output(tmp_path, minilm_dir, tiny_config):
     with pytest.raises(ValueError, match="does not fit this model"):
         convert_checkpoint(minilm_dir, str(tmp_path / "bert_model.ckpt"), tiny_config)
