@@ -1,4 +1,4 @@
-"""SIGKILL at 27 moments of pretraining and fine-tuning (inside the state save, the export of the weights,
+"""SIGKILL at 30 moments of pretraining and fine-tuning (inside the state save, the export of the weights,
 the `checkpoint` index, the dev evaluation, the best/ swap, at random times), then the same command again:
 every rerun must end as a run that was never interrupted, with the same final weights, `checkpoint`
 naming the final step, best/ holding the best evaluated step, and the same dev evaluations.
@@ -25,37 +25,41 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KILL_AT = os.path.join(ROOT, "tests", "kill_at.py")
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
+# A case is one or two moments: the first kills a run of the command, the second (counting the events of the
+# rerun's own process) kills the rerun, then the command runs to its end.
 # Pretraining: 6 steps, a checkpoint every 2 (states 2, 4, 6), evaluations before training, at 2 and 4 and
-# at the end.
-PRETRAINING_MOMENTS = [
-    "before_replace:data_worker_0/ckpt-2.index",  # inside the data-position save of step 2
-    "before_replace:training_state/ckpt-2.data-00000-of-00001",  # data position saved, the state not
-    "checkpoint_written::2",  # the state of step 2 written under its temporary name, not yet renamed
-    "before_replace:training_state/ckpt-4.index",
-    "after_replace:training_state/ckpt-4.index",  # state 4 saved, its weights not exported
-    "export_written::2",  # model.ckpt-4 written under its temporary name
-    "before_replace:model.ckpt-4.index",
-    "before_replace:/checkpoint:2",  # model.ckpt-4 complete, the index file still names model.ckpt-2
-    "evaluate::2",  # the evaluation at the checkpoint of step 2
-    "before_replace:training_state/ckpt-6.index",  # inside the final state save
-    "after_replace:training_state/ckpt-6.index",  # training done, the final export not written
-    "before_replace:model.ckpt-6.index",  # inside the final export
-    "before_replace:/checkpoint:3",  # final export complete, the index file names model.ckpt-4
+# at the end. "out/checkpoint" is the index file of the output dir.
+PRETRAINING_CASES = [
+    # inside the data-position save of step 2; then inside the state save of step 4
+    "before_replace:data_worker_0/ckpt-2.index then before_replace:training_state/ckpt-4.index",
+    # data position 2 saved, the state not; then state 4 saved, its weights not exported
+    "before_replace:training_state/ckpt-2.data-00000-of-00001 then after_replace:training_state/ckpt-4.index",
+    # the state of step 2 written under its temporary name; then the rerun's model.ckpt-2 export likewise
+    "checkpoint_written::2 then export_written::1",
+    # model.ckpt-4 written under its temporary name; then inside the final export
+    "export_written::2 then before_replace:model.ckpt-6.index",
+    # inside the export of step 4; then inside the final state save
+    "before_replace:model.ckpt-4.index then before_replace:training_state/ckpt-6.index",
+    # model.ckpt-4 complete, the index still naming model.ckpt-2; then training done, final export missing
+    "before_replace:out/checkpoint:2 then after_replace:training_state/ckpt-6.index",
+    # the evaluation at the checkpoint of step 2; then the final export complete, the index naming step 4
+    "evaluate::2 then before_replace:out/checkpoint:2",
     "evaluate::4",  # the final evaluation (eval_results.txt)
     "random:1",
 ]
 # Fine-tuning (run_classifier, --best_metric): 6 steps, a checkpoint and a dev evaluation every 2.
-FINETUNING_MOMENTS = [
-    "before_replace:training_state/ckpt-2.index",
-    "after_replace:training_state/ckpt-4.index",
-    "before_replace:model.ckpt-4.index",
-    "predict::1",  # the dev evaluation of step 2
-    "exchanged::1",  # best/ replaced, the old folder not yet removed
-    "moved_aside::1",  # no atomic exchange: the old best/ moved aside, the new one not yet in place
-    "before_replace:dev_evaluations.jsonl:2",  # best/ updated for step 4, the evaluation not recorded
+FINETUNING_CASES = [
+    "before_replace:training_state/ckpt-2.index then after_replace:training_state/ckpt-4.index",
+    # the dev evaluation of step 2; then inside the export of step 4
+    "predict::1 then before_replace:model.ckpt-4.index",
+    # best/ replaced for step 4, the old folder not yet removed; then best/ updated again, not recorded
+    "exchanged::1 then before_replace:out/dev_evaluations.jsonl",
+    # no atomic exchange: the old best/ moved aside, the new one not in place; then the final export missing
+    "moved_aside::1 then after_replace:training_state/ckpt-6.index",
+    # best/ updated for step 4, the evaluation not recorded; then inside the final export
+    "before_replace:out/dev_evaluations.jsonl:2 then before_replace:model.ckpt-6.index",
     "predict::3",  # the dev evaluation of the last step
-    "after_replace:training_state/ckpt-6.index",  # the final export not written
-    "before_replace:/checkpoint:3",
+    "before_replace:out/checkpoint:3",  # the final export complete, the index naming step 4
     "predict::4",  # the final --do_eval
     "random:2",
 ]
@@ -135,11 +139,13 @@ def uninterrupted(directory, script, flags):
     return command, outcome(directory / "uninterrupted")
 
 
-def kill_then_rerun(command, moment):
-    code, output = run(command, moment)
-    assert code == -signal.SIGKILL, f"{moment}: the run was not killed (exit {code}): {output[-2000:]}"
+def kill_then_rerun(command, case):
+    """Runs `command` killed at each moment of `case` in turn, then to its end; returns the last output."""
+    for moment in case.split(" then "):
+        code, output = run(command, moment)
+        assert code == -signal.SIGKILL, f"{moment}: the run was not killed (exit {code}): {output[-2000:]}"
     code, output = run(command)
-    assert code == 0, f"{moment}: the rerun failed: {output[-3000:]}"
+    assert code == 0, f"{case}: the rerun failed: {output[-3000:]}"
     return output
 
 
@@ -159,14 +165,13 @@ def pretraining(tmp_path_factory):
         "max_eval_steps": 2, "seed": 1, "deterministic": True})
 
 
-@pytest.mark.parametrize("moment", PRETRAINING_MOMENTS)
-def test_pretraining_killed_then_rerun_ends_as_an_uninterrupted_run(pretraining, tmp_path, moment):
+@pytest.mark.parametrize("case", PRETRAINING_CASES)
+def test_pretraining_killed_then_rerun_ends_as_an_uninterrupted_run(pretraining, tmp_path, case):
     command, expected = pretraining
     assert expected["newest"] == "model.ckpt-6"
-    output = kill_then_rerun(command(tmp_path / "out"), moment)
-    if not moment.startswith("random"):
-        assert "step 6/6" in output or "Resumed from" in output and "at step 6" in output, output[-2000:]
-    assert_same_outcome(outcome(tmp_path / "out"), expected, moment)
+    output = kill_then_rerun(command(tmp_path / "out"), case)
+    assert "step 6/6" in output or "Resumed from" in output and "at step 6" in output, output[-2000:]
+    assert_same_outcome(outcome(tmp_path / "out"), expected, case)
 
 
 # ------------------------------------------------------------------------------------------- fine-tuning
@@ -187,9 +192,9 @@ def finetuning(tmp_path_factory, model_dir):  # noqa: F811 (the fixture imported
         "seed": 1})
 
 
-@pytest.mark.parametrize("moment", FINETUNING_MOMENTS)
-def test_finetuning_killed_then_rerun_ends_as_an_uninterrupted_run(finetuning, tmp_path, moment):
+@pytest.mark.parametrize("case", FINETUNING_CASES)
+def test_finetuning_killed_then_rerun_ends_as_an_uninterrupted_run(finetuning, tmp_path, case):
     command, expected = finetuning
     assert expected["newest"] == "model.ckpt-6" and expected["evaluations"].count("\n") == 3
-    kill_then_rerun(command(tmp_path / "out"), moment)
-    assert_same_outcome(outcome(tmp_path / "out"), expected, moment)
+    kill_then_rerun(command(tmp_path / "out"), case)
+    assert_same_outcome(outcome(tmp_path / "out"), expected, case)
