@@ -30,7 +30,7 @@ import os
 from absl import flags, logging
 
 import flag_checks
-from bert_tf import BertConfig, BertEncoder, export, export_tasks, finetuning, scripting
+from bert_tf import BertConfig, BertEncoder, export, export_tasks, run_directory, scripting
 from bert_tf.checkpoints import load_checkpoint, open_checkpoint
 from bert_tf.modeling.classifier import BertClassifier
 from bert_tf.modeling.models import BertPretrainer
@@ -124,9 +124,9 @@ def saved_labels(checkpoint):
     """The labels.txt that run_classifier.py / run_ner.py wrote beside `checkpoint` (a fine-tuning output
     dir or a model.ckpt-N in one), or None."""
     directory = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
-    labels = finetuning.read_labels(directory)
+    labels = run_directory.read_labels(directory)
     if labels is not None:
-        logging.info("Labels from %s: %s", os.path.join(directory, finetuning.LABELS_FILE), ", ".join(labels))
+        logging.info("Labels from %s: %s", os.path.join(directory, run_directory.LABELS_FILE), ", ".join(labels))
     return labels
 
 

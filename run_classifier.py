@@ -30,9 +30,8 @@ from absl import flags, logging
 import finetuning_flags
 import flag_checks
 import training_flags
-from bert_tf import atomic_io, glue_metrics, scripting
+from bert_tf import atomic_io, glue_metrics, run_directory, scripting
 from bert_tf.data import classification, glue_tasks, tfds_tasks
-from bert_tf import finetuning
 from bert_tf.finetuning import log_softmax, softmax_cross_entropy
 from bert_tf.modeling.classifier import BertClassifier
 
@@ -150,7 +149,7 @@ def main(_):
     train = features_of(processor, "train", tokenizer)[1] if FLAGS.do_train else None
     num_labels = 1 if processor.is_regression else len(processor.get_labels())
     if not processor.is_regression:
-        finetuning.write_labels(FLAGS.output_dir, processor.get_labels())
+        run_directory.write_labels(FLAGS.output_dir, processor.get_labels())
     tuner = finetuning_flags.create_finetuner(strategy, lambda: BertClassifier(config, num_labels))
     if FLAGS.do_train:
         finetuning_flags.train(tuner, train, lambda: dev_results(tuner, processor, tokenizer))

@@ -24,9 +24,8 @@ from absl import flags, logging
 
 import finetuning_flags
 import training_flags
-from bert_tf import conlleval, scripting
+from bert_tf import conlleval, run_directory, scripting
 from bert_tf.data import tagging
-from bert_tf import finetuning
 from bert_tf.finetuning import softmax_cross_entropy
 from bert_tf.modeling.token_classifier import BertTokenClassifier
 
@@ -81,7 +80,7 @@ def main(_):
         tagging.check_tags(read(FLAGS.dev_file), labels)
     if FLAGS.do_predict:
         tagging.check_tags(read(FLAGS.test_file), labels)
-    finetuning.write_labels(FLAGS.output_dir, labels)
+    run_directory.write_labels(FLAGS.output_dir, labels)
     tuner = finetuning_flags.create_finetuner(strategy, lambda: BertTokenClassifier(config, len(labels)))
     if FLAGS.do_train:
         features, _ = convert(FLAGS.train_file, tuple(labels), tokenizer)

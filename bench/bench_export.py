@@ -34,7 +34,7 @@ import tensorflow_text  # noqa: F401  (registers the WordPiece op for loading)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bert_tf import BertConfig, BertEncoder, export, export_tasks, finetuning, load_checkpoint  # noqa: E402
+from bert_tf import BertConfig, BertEncoder, export, export_tasks, load_checkpoint, run_directory  # noqa: E402
 from bert_tf.data.packing import pack_tokens  # noqa: E402
 from bert_tf.modeling.classifier import BertClassifier  # noqa: E402
 from bert_tf.modeling.encoder import INPUT_NAMES  # noqa: E402
@@ -90,7 +90,7 @@ def main():
         load_checkpoint(model, model_dir)
         adapter = export.EncoderAdapter(model)
     else:
-        labels = (finetuning.read_labels(args.init_checkpoint) if args.init_checkpoint else None) or ["0", "1"]
+        labels = (run_directory.read_labels(args.init_checkpoint) if args.init_checkpoint else None) or ["0", "1"]
         model = BertClassifier(config, len(labels))
         load_checkpoint(model, args.init_checkpoint or model_dir)
         adapter = export_tasks.ClassifierAdapter(model, labels)

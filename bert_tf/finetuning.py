@@ -231,8 +231,8 @@ class BestCheckpoint:
         os.makedirs(staging)
         for path in glob.glob(glob.escape(run_directory.checkpoint_prefix(self.output_dir, step)) + ".*"):
             shutil.copy2(path, staging)
-        if os.path.exists(os.path.join(self.output_dir, LABELS_FILE)):
-            shutil.copy2(os.path.join(self.output_dir, LABELS_FILE), staging)
+        if os.path.exists(os.path.join(self.output_dir, run_directory.LABELS_FILE)):
+            shutil.copy2(os.path.join(self.output_dir, run_directory.LABELS_FILE), staging)
         run_directory.write_index(staging, step)
         run_directory.write_results(staging, results)
         atomic_io.swap_directory(staging, self.best_dir)
@@ -240,22 +240,3 @@ class BestCheckpoint:
 
 
 EVALUATIONS_FILE = "dev_evaluations.jsonl"
-LABELS_FILE = "labels.txt"
-
-
-def write_labels(output_dir, labels):
-    """Writes `output_dir/labels.txt`: the label names in label-id order, one per line (what export_model.py
-    needs to serve label strings), atomically."""
-    for label in labels:
-        if not label or "\n" in label or label != label.strip():
-            raise ValueError(f"label {label!r}: labels must be non-empty, one line, without surrounding spaces")
-    atomic_io.write_file(os.path.join(output_dir, LABELS_FILE), "".join(label + "\n" for label in labels))
-
-
-def read_labels(output_dir):
-    """The labels `write_labels` wrote in `output_dir`, or None when it has no labels.txt."""
-    path = os.path.join(output_dir, LABELS_FILE)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f if line.strip()]

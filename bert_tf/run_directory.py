@@ -1,9 +1,12 @@
-"""The names in a training output_dir and the rules that keep it consistent under kills.
+"""The names in a training output_dir, the formats of its small files, and the rules that keep it consistent
+under kills.
 
     model.ckpt-N.{index,data-*}   weights under Google's names (what --init_checkpoint=output_dir loads)
     checkpoint                    TF1's index file: names the newest complete model.ckpt-N
     training_state/ckpt-N.*       model, optimizer, step, dropout RNG (for resuming)
     training_state/data_worker_W/ckpt-N.*   the input position of worker W at step N
+    eval_results.txt              `key = value` lines (the original's format)
+    labels.txt                    a classifier's or tagger's label names, in label-id order
 
 A checkpoint bundle exists once its `.index` is in place: it is written under a temporary prefix and its
 files renamed, the index last (`write_bundle`). Retention keeps the newest `MAX_CHECKPOINTS_TO_KEEP` steps
@@ -116,12 +119,6 @@ def write_results(directory, results, name=RESULTS_FILE):
     atomic_io.write_file(os.path.join(directory, name), "".join(f"{k} = {results[k]}\n" for k in sorted(results)))
 
 
-def read_results(path):
-    """{key: value string} of an eval_results.txt."""
-    with open(path, encoding="utf-8") as f:
-        return dict(line.rstrip("\n").split(" = ", 1) for line in f if " = " in line)
-
-
 def newest_export(directory):
     """The prefix of the newest complete model.ckpt-N that `directory`'s `checkpoint` index names, or None.
 
@@ -135,3 +132,24 @@ def newest_export(directory):
                          f"are {'none' if step is None else f'{EXPORT_NAME}-{step}'}; the training run was "
                          "interrupted (or is still running): rerun its command to finish the export")
     return None if step is None else checkpoint_prefix(directory, step)
+
+
+LABELS_FILE = "labels.txt"
+
+
+def write_labels(output_dir, labels):
+    """Writes `output_dir/labels.txt`: the label names in label-id order, one per line (what export_model.py
+    needs to serve label strings), atomically."""
+    for label in labels:
+        if not label or "\n" in label or label != label.strip():
+            raise ValueError(f"label {label!r}: labels must be non-empty, one line, without surrounding spaces")
+    atomic_io.write_file(os.path.join(output_dir, LABELS_FILE), "".join(label + "\n" for label in labels))
+
+
+def read_labels(output_dir):
+    """The labels `write_labels` wrote in `output_dir`, or None when it has no labels.txt."""
+    path = os.path.join(output_dir, LABELS_FILE)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.strip()]

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 import bert_tf
-from bert_tf import BertConfig, BertEncoder, finetuning, load_checkpoint, save_checkpoint
+from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory, save_checkpoint
 from bert_tf.modeling.classifier import BertClassifier
 from bert_tf.modeling.encoder import INPUT_NAMES
 from bert_tf.modeling.models import BertPretrainer
@@ -89,7 +89,7 @@ def finetuned(tmp_path_factory):
         for task in TASK_FLAGS:
             save_finetuned(make_model(task), os.path.join(directory, task), CONFIG)
         save_finetuned(make_model("squad"), os.path.join(directory, "squad_no_config"), None)
-        finetuning.write_labels(os.path.join(directory, "ner"), TAGS)
+        run_directory.write_labels(os.path.join(directory, "ner"), TAGS)
         scripts = [export_script(*flags, f"--init_checkpoint={directory}/{task}", f"--max_seq_length={SEQ_LENGTH}",
                                  f"--vocab_file={directory}/vocab.txt", f"--export_dir={directory}/export/{task}")
                    for task, flags in TASK_FLAGS.items()]

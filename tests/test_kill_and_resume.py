@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import pretraining_records
+from tests import pretraining_records, small_disk
 from tests.test_finetuning_scripts import TINY, model_dir  # noqa: F401 (a fixture)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -111,8 +111,8 @@ def outcome(output_dir):
         "best_weights": weights(tf.train.latest_checkpoint(best)) if os.path.isdir(best) else None,
         "evaluations": read_text(os.path.join(output_dir, "dev_evaluations.jsonl"))
         if os.path.exists(os.path.join(output_dir, "dev_evaluations.jsonl")) else None,
-        "leftovers": sorted(name for name in os.listdir(output_dir) if ".incomplete" in name or name.endswith(
-            ("_temp", ".previous"))),
+        "leftovers": [path for path in small_disk.all_files(output_dir)  # temporaries anywhere in the tree
+                      if any(mark in path for mark in (".incomplete", "_temp", ".tempstate", ".previous"))],
     }
 
 
