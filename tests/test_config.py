@@ -5,7 +5,7 @@ import pytest
 
 from bert_tf import BertConfig, BertEncoder
 
-# REFERENCE.md: exact parameter counts (embeddings + encoder + pooler).
+# The exact parameter counts of the released Google checkpoints (embeddings + encoder + pooler).
 CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
 PARAMETER_COUNTS = {"tiny": 4_385_920, "mini": 11_170_560, "small": 28_763_648, "medium": 41_373_184,
                     "base": 109_482_240, "large": 335_141_888}

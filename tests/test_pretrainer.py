@@ -139,7 +139,7 @@ def test_checkpoint_names_and_parameter_count():
         "cls/predictions/transform/dense/kernel", "cls/seq_relationship/output_bias",
         "cls/seq_relationship/output_weights"]
     h, v = config.hidden_size, config.vocab_size
-    # REFERENCE.md: the MLM head adds H^2 + H + 2H + V, NSP adds 2H + 2.
+    # The original run_pretraining.py heads: the MLM head adds H^2 + H + 2H + V, NSP adds 2H + 2.
     assert model.count_params() == model.encoder.count_params() + (h * h + h + 2 * h + v) + (2 * h + 2)
     assert {names[n].path for n in names} == {w.path for w in model.weights}
 

@@ -2,7 +2,7 @@
 accumulation, exact resume.
 
 Why not `model.fit`: on TF 2.21 / Keras 3.15, fit under MirroredStrategy fails with jit_compile, with
-steps_per_execution > 1 and with gradient accumulation (DESIGN.md). Here a `tf.function` runs
+steps_per_execution > 1 and with gradient accumulation (seen on 2 logical CPU devices). Here a `tf.function` runs
 `steps_per_loop` steps; each step is `strategy.run(step)` on every replica, where the forward and backward
 pass is one `tf.function(jit_compile=use_xla)` per micro-batch and the optimizer update runs outside it.
 
