@@ -105,7 +105,8 @@ def main(_):
     masking = masking_config(config)
     train_files = pipeline.expand_record_patterns(FLAGS.input_file)
     eval_files = pipeline.expand_record_patterns(FLAGS.eval_input_file or FLAGS.input_file)
-    for files in (train_files, eval_files) if FLAGS.do_eval else (train_files,):
+    checked = [train_files] + ([eval_files] if FLAGS.do_eval and eval_files != train_files else [])
+    for files in checked:  # each file's framing walked once: the eval files are the training files by default
         pipeline.check_records(files, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, config.vocab_size,
                                masked=masking is None)
     workers, replicas = distribute.num_workers(strategy), strategy.num_replicas_in_sync
