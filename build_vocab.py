@@ -13,8 +13,8 @@ learned). Distinct words are counted in memory: for a very large corpus, pass a 
 from absl import flags, logging
 
 from bert_tf import scripting
-from bert_tf.data.corpus import INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, CorpusReader, expand_input_patterns
-from bert_tf.data.vocab_builder import count_words, learn_vocab, unknown_rate, write_vocab
+from bert_tf.data.pretraining.corpus import INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, CorpusReader, expand_input_patterns
+from bert_tf.data.pretraining.vocab_builder import count_words, learn_vocab, unknown_rate, write_vocab
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Text files: comma-separated list of files or glob patterns.")

@@ -15,9 +15,9 @@ them (exit status 130 when interrupted).
 
 Beyond the original: streaming with bounded memory (`--shuffle_buffer_mb` of documents are shuffled;
 random next sentences and instance shuffling reach across groups of >= 1 MB of documents, see
-`bert_tf/data/pretraining_job.py`), `--num_workers` processes (the output does not depend on it: the same
+`bert_tf/data/pretraining/job.py`), `--num_workers` processes (the output does not depend on it: the same
 seed gives the same files), `--dynamic_masking` (unmasked records, masked at training time by
-`bert_tf.data.pipeline.pretraining_dataset`), `--invalid_utf8`, `--do_whole_word_mask`, progress lines and
+`bert_tf.data.pretraining.pipeline.pretraining_dataset`), `--invalid_utf8`, `--do_whole_word_mask`, progress lines and
 an end summary.
 """
 
@@ -29,10 +29,10 @@ import time
 from absl import flags, logging
 
 from bert_tf import scripting
-from bert_tf.data.corpus import INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, expand_input_patterns
-from bert_tf.data.masking import MaskingConfig
-from bert_tf.data.pretraining import InstanceOptions
-from bert_tf.data.pretraining_job import create_pretraining_data, output_files_from_flag, summary_lines
+from bert_tf.data.pretraining.corpus import INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, expand_input_patterns
+from bert_tf.data.pretraining.masking import MaskingConfig
+from bert_tf.data.pretraining.instances import InstanceOptions
+from bert_tf.data.pretraining.job import create_pretraining_data, output_files_from_flag, summary_lines
 from bert_tf.tokenization import FullTokenizer
 
 FLAGS = flags.FLAGS

@@ -7,7 +7,7 @@
 writes `/models/bert/1/` (the next free version number on later runs) with the signatures `serving_default`
 (int32 input_ids / input_mask / segment_ids), `serve_text` (raw `text_a`), `serve_text_pair` (`text_a`,
 `text_b`) and `serve_examples` (serialized tf.train.Example with `text_a`, optional `text_b`); see
-`bert_tf/export.py`. `--export_format=hub` (encoder only) writes `export_dir/preprocessor/` and
+`bert_tf/export/serving.py`. `--export_format=hub` (encoder only) writes `export_dir/preprocessor/` and
 `export_dir/encoder/` instead. Loading either needs `import tensorflow_text`.
 
 A fine-tuned task model exports from its fine-tuning --output_dir (the newest model.ckpt-N, whose embedded
@@ -19,7 +19,7 @@ config stands in for --bert_config_file):
 classifier (run_classifier.py): logits, probabilities, label_id, label, and a `classify` signature for TF
 Serving's Classify API (a regression model: score, and `regress`); ner (run_ner.py): logits, tag_ids,
 tags; squad (run_squad.py): start/end logits and the best answer span, with `serve_text(question,
-context)` and `serve_examples` over `question` / `context` features (see bert_tf/export_tasks.py).
+context)` and `serve_examples` over `question` / `context` features (see bert_tf/export/task_adapters.py).
 
 Every model variable must come from `--init_checkpoint` (Google, bert_tf or HuggingFace): an export never
 serves randomly initialised weights.
@@ -30,12 +30,13 @@ import os
 from absl import flags, logging
 
 import flag_checks
-from bert_tf import BertConfig, BertEncoder, export, export_tasks, run_directory, scripting
+from bert_tf import BertConfig, BertEncoder, run_directory, scripting
+from bert_tf.export import serving as export, task_adapters as export_tasks
 from bert_tf.checkpoints import load_checkpoint, open_checkpoint
-from bert_tf.modeling.classifier import BertClassifier
-from bert_tf.modeling.models import BertPretrainer
-from bert_tf.modeling.span_labeler import BertSpanLabeler
-from bert_tf.modeling.token_classifier import BertTokenClassifier
+from bert_tf.modeling.tasks.classifier import BertClassifier
+from bert_tf.modeling.tasks.pretrainer import BertPretrainer
+from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
+from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("model_type", "encoder", ["encoder", "classifier", "squad", "ner", "pretrainer"],

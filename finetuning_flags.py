@@ -13,7 +13,7 @@ import flag_checks
 import training_flags
 
 from bert_tf import BertConfig, run_directory
-from bert_tf.finetuning import BestCheckpoint, FineTuner, FineTuningOptions
+from bert_tf.training.finetuning import BestCheckpoint, FineTuner, FineTuningOptions
 from bert_tf.tokenization import FullTokenizer
 
 FLAGS = flags.FLAGS

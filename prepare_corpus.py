@@ -7,14 +7,14 @@
 `--input_format=text`: each file is one document, paragraphs separated by blank lines (lines inside a
 paragraph are joined). `--input_format=jsonl`: each line is a JSON object (a WikiExtractor `--json` dump,
 for instance) whose `--text_field` is a document, one paragraph per line. Sentences are split with
-`bert_tf.data.sentences.split_sentences` (abbreviations, initials, decimals, quotes, CJK sentence ends).
+`bert_tf.data.pretraining.sentences.split_sentences` (abbreviations, initials, decimals, quotes, CJK sentence ends).
 The output is written under a temporary name and renamed when complete.
 """
 
 from absl import flags, logging
 
 from bert_tf import scripting
-from bert_tf.data.corpus import (INPUT_FORMATS, INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, expand_input_patterns,
+from bert_tf.data.pretraining.corpus import (INPUT_FORMATS, INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, expand_input_patterns,
                                  prepare_corpus)
 
 FLAGS = flags.FLAGS

@@ -30,10 +30,11 @@ from absl import flags, logging
 import finetuning_flags
 import flag_checks
 import training_flags
-from bert_tf import atomic_io, glue_metrics, run_directory, scripting
-from bert_tf.data import classification, glue_tasks, tfds_tasks
-from bert_tf.finetuning import log_softmax, softmax_cross_entropy
-from bert_tf.modeling.classifier import BertClassifier
+from bert_tf import atomic_io, run_directory, scripting
+from bert_tf.evaluation import glue_metrics
+from bert_tf.data.tasks import classification, glue as glue_tasks, tfds as tfds_tasks
+from bert_tf.training.finetuning import log_softmax, softmax_cross_entropy
+from bert_tf.modeling.tasks.classifier import BertClassifier
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("task_name", None, "The name of the task to train: a GLUE task, xnli, or custom.")

@@ -24,10 +24,11 @@ from absl import flags, logging
 
 import finetuning_flags
 import training_flags
-from bert_tf import conlleval, run_directory, scripting
-from bert_tf.data import tagging
-from bert_tf.finetuning import softmax_cross_entropy
-from bert_tf.modeling.token_classifier import BertTokenClassifier
+from bert_tf.evaluation import conlleval
+from bert_tf import run_directory, scripting
+from bert_tf.data.tasks import tagging
+from bert_tf.training.finetuning import softmax_cross_entropy
+from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("train_file", "train.txt", "Training sentences (CoNLL format), in --data_dir.")

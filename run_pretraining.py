@@ -23,9 +23,9 @@ import flag_checks
 import training_flags
 from bert_tf import BertConfig, atomic_io, run_directory, scripting
 from bert_tf.checkpoints import load_checkpoint
-from bert_tf.data import pipeline
-from bert_tf.data.masking import MaskingConfig
-from bert_tf.modeling.models import BertPretrainer
+from bert_tf.data.pretraining import pipeline
+from bert_tf.data.pretraining.masking import MaskingConfig
+from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.tokenization import load_vocab
 from bert_tf.training import distribute, loop, optimization
 

@@ -7,7 +7,7 @@
 
 writes `predictions.json`, `nbest_predictions.json`, for SQuAD 2.0 (`--version_2_with_negative`)
 `null_odds.json`, and, when the predict file has answers, `eval_results.json` with the official evaluation
-script's numbers (`python -m bert_tf.evaluate_squad` does the same on files). New flags beside the
+script's numbers (`python -m bert_tf.evaluation.squad` does the same on files). New flags beside the
 original's: the training ones of training_flags.py (`--distribution_strategy`, `--num_gpus`,
 `--mixed_precision`, `--use_xla`, `--optimizer`, `--num_accumulation_steps`, `--seed`), `--cache_dir`
 (features are cached as TFRecords keyed by their settings, so a second run skips the conversion),
@@ -26,11 +26,11 @@ import flag_checks
 import training_flags
 from bert_tf import BertConfig, atomic_io, run_directory, scripting
 from bert_tf.checkpoints import load_checkpoint
-from bert_tf.data import squad_records, squad_tfds
-from bert_tf.data.squad import load_squad_json
-from bert_tf.data.squad_postprocess import RawResult, compute_predictions, write_predictions
-from bert_tf.evaluate_squad import evaluate
-from bert_tf.modeling.span_labeler import BertSpanLabeler
+from bert_tf.data.squad import records as squad_records, tfds as squad_tfds
+from bert_tf.data.squad.examples import load_squad_json
+from bert_tf.data.squad.postprocess import RawResult, compute_predictions, write_predictions
+from bert_tf.evaluation.squad import evaluate
+from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.training import loop, optimization
 

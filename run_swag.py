@@ -20,10 +20,11 @@ from absl import flags
 
 import finetuning_flags
 import training_flags
-from bert_tf import glue_metrics, scripting
-from bert_tf.data import multiple_choice
-from bert_tf.finetuning import log_softmax, softmax_cross_entropy
-from bert_tf.modeling.multiple_choice import BertMultipleChoice
+from bert_tf.evaluation import glue_metrics
+from bert_tf import scripting
+from bert_tf.data.tasks import multiple_choice
+from bert_tf.training.finetuning import log_softmax, softmax_cross_entropy
+from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 
 FLAGS = flags.FLAGS
 FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}

@@ -2,7 +2,7 @@
 
 Exports the real MiniLM (6 layers, H=384) as an encoder, or as a classifier (`--model_type=classifier`: a
 run_classifier.py output dir as `--init_checkpoint`, or MiniLM with an untrained 2-way head, which costs the
-same), with `bert_tf.export.export_serving`, loads the SavedModel in this
+same), with `bert_tf.export.serving.export_serving`, loads the SavedModel in this
 process (as a serving process would, with `import tensorflow_text`), then measures per-request latency
 (median, p90) and throughput at batch 1 and 32 of real text (State of the Union paragraphs) for:
 
@@ -34,9 +34,10 @@ import tensorflow_text  # noqa: F401  (registers the WordPiece op for loading)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bert_tf import BertConfig, BertEncoder, export, export_tasks, load_checkpoint, run_directory  # noqa: E402
+from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory  # noqa: E402
+from bert_tf.export import serving as export, task_adapters as export_tasks
 from bert_tf.data.packing import pack_tokens  # noqa: E402
-from bert_tf.modeling.classifier import BertClassifier  # noqa: E402
+from bert_tf.modeling.tasks.classifier import BertClassifier  # noqa: E402
 from bert_tf.modeling.encoder import INPUT_NAMES  # noqa: E402
 from bert_tf.tokenization import FullTokenizer  # noqa: E402
 from tools import pypi_data  # noqa: E402

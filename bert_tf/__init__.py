@@ -1,7 +1,7 @@
 """bert_tf: a faithful TensorFlow 2 / Keras 3 port of BERT (Devlin et al. 2019).
 
 The names below are imported on first use (PEP 562), so pure-Python parts (tokenization, data creation
-workers, `python -m bert_tf.evaluate_squad`) do not pay for importing TensorFlow.
+workers, `python -m bert_tf.evaluation.squad`) do not pay for importing TensorFlow.
 """
 
 import importlib
@@ -9,6 +9,14 @@ import importlib
 _EXPORTS = {
     "BertConfig": "bert_tf.config",
     "BertEncoder": "bert_tf.modeling.encoder",
+    "BertPretrainer": "bert_tf.modeling.tasks.pretrainer",
+    "BertClassifier": "bert_tf.modeling.tasks.classifier",
+    "BertSpanLabeler": "bert_tf.modeling.tasks.span_labeler",
+    "BertTokenClassifier": "bert_tf.modeling.tasks.token_classifier",
+    "BertMultipleChoice": "bert_tf.modeling.tasks.multiple_choice",
+    "FullTokenizer": "bert_tf.tokenization",
+    "BertTokenizer": "bert_tf.in_graph_tokenization",
+    "BertPacker": "bert_tf.in_graph_tokenization",
     "load_checkpoint": "bert_tf.checkpoints",
     "save_checkpoint": "bert_tf.checkpoints",
 }

@@ -14,7 +14,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import atomic_io
-from bert_tf.data.corpus import read_lines
+from bert_tf.data.pretraining.corpus import read_lines
 from bert_tf.data.packing import pack_tokens
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")

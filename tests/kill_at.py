@@ -60,7 +60,8 @@ def install(moment):
     n = int(n) if n else 1
     import tensorflow as tf
 
-    from bert_tf import atomic_io, finetuning
+    from bert_tf import atomic_io
+    from bert_tf.training import finetuning
     from bert_tf.training import loop
 
     if kind in ("before_replace", "after_replace"):

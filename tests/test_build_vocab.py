@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from bert_tf.data.corpus import prepare_corpus
-from bert_tf.data.vocab_builder import count_words, learn_vocab, unknown_rate
-from bert_tf.text import BertTokenizer
+from bert_tf.data.pretraining.corpus import prepare_corpus
+from bert_tf.data.pretraining.vocab_builder import count_words, learn_vocab, unknown_rate
+from bert_tf.in_graph_tokenization import BertTokenizer
 from bert_tf.tokenization import FullTokenizer, is_cjk
 from tests.sotu_speeches import SPEECHES
 from tools import pypi_data

@@ -5,8 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from bert_tf.data import classification
-from bert_tf.data.classification import ColumnProcessor, InputExample
+from bert_tf.data.tasks import classification
+from bert_tf.data.tasks.classification import ColumnProcessor, InputExample
 from tests.original_classifier import original_run_classifier
 from tools.original_bert import import_original
 

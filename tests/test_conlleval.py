@@ -2,7 +2,7 @@
 
 import pytest
 
-from bert_tf import conlleval
+from bert_tf.evaluation import conlleval
 
 
 def counts(result):

@@ -12,7 +12,7 @@ import pytest
 from tests import pretraining_records, small_disk
 from tests.sotu_speeches import SPEECHES
 from tests.test_finetuning_scripts import model_dir  # noqa: F401 (a fixture)
-from bert_tf.data.corpus import prepare_corpus
+from bert_tf.data.pretraining.corpus import prepare_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NO_SPACE = os.strerror(errno.ENOSPC)

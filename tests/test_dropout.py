@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.modeling.dropout import BertDropout
+from bert_tf.modeling.layers.dropout import BertDropout
 
 
 @pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from bert_tf import evaluate_squad
-from bert_tf.evaluate_squad import evaluate, exact_match, f1_score, normalize_answer
+from bert_tf.evaluation import squad as evaluate_squad
+from bert_tf.evaluation.squad import evaluate, exact_match, f1_score, normalize_answer
 
 
 # ------------------------------------------------------- the official scripts' logic, for reference only
@@ -244,8 +244,8 @@ def test_command_line_prints_the_official_json(tmp_path, capsys, monkeypatch):
     v1_file = _write(tmp_path / "dev-v1.json", {"version": "1.1", "data": v1_data})
     v1_pred = _write(tmp_path / "p1.json", v1_predictions)
     monkeypatch.setattr(sys, "argv", ["evaluate_squad", v1_file, v1_pred])
-    with pytest.raises(SystemExit) as exit_info:  # what `python -m bert_tf.evaluate_squad` runs
-        runpy.run_module("bert_tf.evaluate_squad", run_name="__main__")
+    with pytest.raises(SystemExit) as exit_info:  # what `python -m bert_tf.evaluation.squad` runs
+        runpy.run_module("bert_tf.evaluation.squad", run_name="__main__")
     printed = capsys.readouterr().out
     assert exit_info.value.code == 0 and printed.count("\n") == 1  # v1.1 prints one line
     assert json.loads(printed) == pytest.approx(_official_v1(v1_data, v1_predictions), abs=1e-9)

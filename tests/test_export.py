@@ -1,4 +1,4 @@
-"""bert_tf.export and export_model.py: SavedModels of the real MiniLM that a fresh process with only tensorflow
+"""bert_tf.export.serving and export_model.py: SavedModels of the real MiniLM that a fresh process with only tensorflow
 and tensorflow-text (a venv without bert_tf) loads and calls, with the ids and outputs of the Python path.
 
 The exports and the fresh-process run are made once per test session and shared by pytest-xdist workers
@@ -18,10 +18,11 @@ import pytest
 import tensorflow as tf
 import tensorflow_text
 
-from bert_tf import BertConfig, BertEncoder, export, load_checkpoint, save_checkpoint
+from bert_tf import BertConfig, BertEncoder, load_checkpoint, save_checkpoint
+from bert_tf.export import serving as export
 from bert_tf.data.packing import pack_tokens
 from bert_tf.modeling.encoder import INPUT_NAMES
-from bert_tf.modeling.models import BertPretrainer
+from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.tokenization import FullTokenizer
 from tests import tokenizer_data
 from tools.pinned_venv import build_once, pinned_venv_python

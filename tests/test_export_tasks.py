@@ -1,4 +1,4 @@
-"""bert_tf.export_tasks and export_model.py for the task models, and `.keras` round trips of every model class.
+"""bert_tf.export.task_adapters and export_model.py for the task models, and `.keras` round trips of every model class.
 
 Tiny BertClassifier (classification and regression), BertTokenClassifier and BertSpanLabeler models are
 saved as a fine-tuning run leaves them (output_dir/model.ckpt-N with the config embedded, and the
@@ -18,13 +18,13 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory, save_checkpoint
-from bert_tf.modeling.classifier import BertClassifier
+from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.encoder import INPUT_NAMES
-from bert_tf.modeling.models import BertPretrainer
-from bert_tf.modeling.multiple_choice import BertMultipleChoice
-from bert_tf.modeling.span_labeler import BertSpanLabeler
-from bert_tf.modeling.task_model import BertTaskModel
-from bert_tf.modeling.token_classifier import BertTokenClassifier
+from bert_tf.modeling.tasks.pretrainer import BertPretrainer
+from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
+from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
+from bert_tf.modeling.tasks.task_model import BertTaskModel
+from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 from bert_tf.tokenization import FullTokenizer
 from tests import test_export
 from tests.test_export import (SEQ_LENGTH, _shared_dir, assert_close, client_outputs, export_script,

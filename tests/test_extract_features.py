@@ -82,7 +82,8 @@ def test_values_agree_with_the_encoder(extracted, lines, minilm_dir):
         for j, index in enumerate(LAYERS):
             written = np.array([feature["layers"][j]["values"] for feature in record["features"]])
             worst = max(worst, np.abs(written - outputs[index][0].numpy()).max())
-    assert worst <= 5e-6, worst
+    # Rounded to 6 decimals (5e-7) and computed in other batch shapes (another float32 summation order).
+    assert worst <= 1e-5, worst
 
 
 def write(path, text):

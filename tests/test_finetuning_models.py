@@ -9,10 +9,10 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, load_checkpoint
-from bert_tf.data import finetuning_pipeline
-from bert_tf.modeling.classifier import BertClassifier
-from bert_tf.modeling.multiple_choice import BertMultipleChoice
-from bert_tf.modeling.token_classifier import BertTokenClassifier
+from bert_tf.data.tasks import pipeline as finetuning_pipeline
+from bert_tf.modeling.tasks.classifier import BertClassifier
+from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
+from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
 BATCH, SEQ, CHOICES = 13, 7, 3
 
@@ -150,7 +150,7 @@ def test_trains_with_the_shared_loop(tiny_config, tmp_path):
     (lambda config: BertMultipleChoice(config), (19, CHOICES, 24))])
 def test_predict_in_length_sorted_trimmed_batches_equals_full_length(tiny_config, make, shape):
     """FineTuner.predict drops the padding a batch shares; outputs equal the full-length forward, in order."""
-    from bert_tf.finetuning import FineTuner, FineTuningOptions
+    from bert_tf.training.finetuning import FineTuner, FineTuningOptions
 
     features = inputs(tiny_config, shape, seed=3)
     features["input_mask"][0] = 1  # one example uses the whole length, the second half at most 5 positions

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import finetuning_pipeline
+from bert_tf.data.tasks import pipeline as finetuning_pipeline
 
 
 def features(count, seq=3):

@@ -8,8 +8,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertEncoder
-from bert_tf.modeling.activations import gelu, gelu_for_training
-from bert_tf.modeling.layer_norm import BertLayerNorm
+from bert_tf.modeling.layers.activations import gelu, gelu_for_training
+from bert_tf.modeling.layers.layer_norm import BertLayerNorm
 from tests.test_modeling import random_inputs
 
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from bert_tf import glue_metrics
+from bert_tf.evaluation import glue_metrics
 
 
 def test_accuracy():

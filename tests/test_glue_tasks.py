@@ -3,8 +3,8 @@ run_classifier.py processors (CoLA, MNLI, MRPC, XNLI)."""
 
 import pytest
 
-from bert_tf.data import glue_tasks
-from bert_tf.data.classification import InputExample
+from bert_tf.data.tasks import glue as glue_tasks
+from bert_tf.data.tasks.classification import InputExample
 from tests.original_classifier import original_run_classifier
 
 MNLI_TRAIN_HEADER = ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\t"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.modeling.heads import MaskedLMHead, NextSentenceHead, gather_positions
+from bert_tf.modeling.layers.pretraining_heads import MaskedLMHead, NextSentenceHead, gather_positions
 
 B, T, H, V, P = 3, 7, 8, 13, 4
 

@@ -2,7 +2,7 @@
 
 import json
 
-from bert_tf.data import squad
+from bert_tf.data.squad import examples as squad
 from tools import make_cloze_squad
 
 

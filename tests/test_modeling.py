@@ -4,7 +4,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf import BertEncoder
-from bert_tf.modeling.activations import gelu, gelu_tanh
+from bert_tf.modeling.layers.activations import gelu, gelu_tanh
 
 BATCH, SEQ = 13, 7
 

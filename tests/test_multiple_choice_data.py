@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from bert_tf.data import multiple_choice
+from bert_tf.data.tasks import multiple_choice
 from bert_tf.tokenization import FullTokenizer
 
 HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"

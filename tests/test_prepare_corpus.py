@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from bert_tf.data.corpus import CorpusReader, expand_input_patterns, prepare_corpus
-from bert_tf.data.sentences import split_sentences
+from bert_tf.data.pretraining.corpus import CorpusReader, expand_input_patterns, prepare_corpus
+from bert_tf.data.pretraining.sentences import split_sentences
 from tests.sotu_speeches import SPEECHES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

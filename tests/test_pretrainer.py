@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from bert_tf import BertConfig
 from bert_tf.checkpoints import load_checkpoint
-from bert_tf.modeling.models import BertPretrainer
+from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from tools.original_bert import import_original
 
 BATCH, SEQ, PREDICTIONS = 5, 11, 3

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import pretraining_job, tfrecord
-from bert_tf.data.corpus import CorpusReader, prepare_corpus
-from bert_tf.data.example_codec import PretrainingExampleEncoder
-from bert_tf.data.masking import MaskingConfig, mask_tokens, num_to_predict
-from bert_tf.data.pipeline import record_stats
-from bert_tf.data.pretraining import (ChunkTokenizer, InstanceMaker, InstanceOptions, PretrainingStats,
+from bert_tf.data.pretraining import job as pretraining_job, records as tfrecord
+from bert_tf.data.pretraining.corpus import CorpusReader, prepare_corpus
+from bert_tf.data.pretraining.example_codec import PretrainingExampleEncoder
+from bert_tf.data.pretraining.masking import MaskingConfig, mask_tokens, num_to_predict
+from bert_tf.data.pretraining.pipeline import record_stats
+from bert_tf.data.pretraining.instances import (ChunkTokenizer, InstanceMaker, InstanceOptions, PretrainingStats,
                                       create_instances_from_document, truncate_seq_pair)
 from bert_tf.data.record_framing import RecordFramer, check_framing
 from bert_tf.tokenization import FullTokenizer

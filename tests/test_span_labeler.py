@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import load_checkpoint, save_checkpoint
-from bert_tf.modeling.span_labeler import BertSpanLabeler
+from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 
 BATCH, SEQ = 13, 7
 

@@ -6,10 +6,10 @@ import os
 import numpy as np
 import pytest
 
-from bert_tf.data import squad
-from bert_tf.data.squad_postprocess import (RawResult, compute_predictions, get_final_text,
+from bert_tf.data.squad import examples as squad
+from bert_tf.data.squad.postprocess import (RawResult, compute_predictions, get_final_text,
                                             write_predictions)
-from bert_tf.evaluate_squad import evaluate
+from bert_tf.evaluation.squad import evaluate
 from tests.squad_fixtures import gold_logits, make_hard_squad, original_run_squad
 
 

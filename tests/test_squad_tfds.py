@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data import squad, squad_tfds
-from bert_tf.evaluate_squad import evaluate
+from bert_tf.data.squad import examples as squad, tfds as squad_tfds
+from bert_tf.evaluation.squad import evaluate
 from tests.test_run_squad import ROOT, setup  # noqa: F401 (the tiny model and cloze SQuAD 2.0 files)
 from tools import make_cloze_squad
 

@@ -1,4 +1,4 @@
-"""bert_tf.text: the in-graph tokenizer gives FullTokenizer's ids on every corpus line, and it and the packer
+"""bert_tf.in_graph_tokenization: the in-graph tokenizer gives FullTokenizer's ids on every corpus line, and it and the packer
 work in tf.data, in Keras models and in a SavedModel loaded by another process."""
 
 import json
@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data.packing import pack_tokens, truncate_seq_pair
-from bert_tf.text import BertPacker, BertTokenizer
+from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer
 from bert_tf.tokenization import FullTokenizer
 from tests import tokenizer_data
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from bert_tf.data import classification
-from bert_tf.data.tfds_tasks import TfdsProcessor
+from bert_tf.data.tasks import classification
+from bert_tf.data.tasks.tfds import TfdsProcessor
 
 tfds = pytest.importorskip("tensorflow_datasets")
 

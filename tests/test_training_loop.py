@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder
 from bert_tf.checkpoints import load_checkpoint
-from bert_tf.modeling.models import BertPretrainer
+from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.training import distribute, loop, optimization
 from tests import pretraining_records
 

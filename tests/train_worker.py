@@ -36,7 +36,7 @@ def main():
     from absl import logging
 
     from bert_tf import BertConfig
-    from bert_tf.modeling.models import BertPretrainer
+    from bert_tf.modeling.tasks.pretrainer import BertPretrainer
     from bert_tf.training import distribute, loop, optimization
     from tests import pretraining_records
 

@@ -4,7 +4,7 @@ import sys
 
 import tensorflow as tf
 
-from bert_tf.text import BertTokenizer
+from bert_tf.in_graph_tokenization import BertTokenizer
 from bert_tf.tokenization import FullTokenizer
 
 if __name__ == "__main__":

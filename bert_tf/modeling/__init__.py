@@ -1,5 +1,7 @@
-"""Keras 3 layers and models of BERT. Imports neither `bert_tf.data` nor `bert_tf.training`."""
+"""Keras 3 layers and models of BERT. Imports neither `bert_tf.data` nor `bert_tf.training`.
 
-from bert_tf.modeling.encoder import BertEncoder
-
-__all__ = ["BertEncoder"]
+    layers/     building blocks: embeddings, attention, Transformer block, dense, LayerNorm, dropout, heads
+    encoder.py  BertEncoder: embeddings + Transformer stack + pooler
+    tasks/      models on the encoder: BertPretrainer and the fine-tuning task models, and the objective
+                contract (tasks/objective.py) that the training loop relies on
+"""

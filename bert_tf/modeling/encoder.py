@@ -4,9 +4,9 @@ import keras
 from keras import ops
 
 from bert_tf.config import BertConfig
-from bert_tf.modeling.dense import BertDense
-from bert_tf.modeling.embeddings import BertEmbeddings
-from bert_tf.modeling.transformer import BertTransformerLayer
+from bert_tf.modeling.layers.dense import BertDense
+from bert_tf.modeling.layers.embeddings import BertEmbeddings
+from bert_tf.modeling.layers.transformer import BertTransformerLayer
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 

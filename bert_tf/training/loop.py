@@ -7,7 +7,7 @@ steps_per_execution > 1 and with gradient accumulation (seen on 2 logical CPU de
 pass is one `tf.function(jit_compile=use_xla)` per micro-batch and the optimizer update runs outside it.
 
 The model defines its objective (`objective_weights(features)`, `objective(features, outputs)`, see
-`bert_tf.modeling.models.BertPretrainer`). Each loss term is normalised by its weight summed over the *global*
+`bert_tf.modeling.tasks.pretrainer.BertPretrainer`). Each loss term is normalised by its weight summed over the *global*
 batch (all replicas, all micro-batches) before the backward pass, so one device, N replicas and N
 accumulation steps compute the same gradient. Gradients are summed over the replicas, then clipped by their
 global norm, then applied.

@@ -1,0 +1,109 @@
+"""Fast serialization of pretraining instances as `tf.train.Example` bytes, in pure Python.
+
+Building `tf.train.Example` protos costs more than making the instance; these bytes are the protobuf wire
+format of the same message (what `bert_tf.data.pretraining.records.serialize_pretraining_example` produces, up to
+the order of the map entries, which protobuf does not fix), assembled from precomputed varints. Worker
+processes use it without calling TensorFlow.
+
+Wire format: Example{features(1): Features{feature(1): repeated map entry{key(1): string, value(2):
+Feature{float_list(2) | int64_list(3): {value(1): packed}}}}}.
+"""
+
+import operator
+import struct
+
+from bert_tf.data.pretraining import records as tfrecord
+
+
+def _varint(value):
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        if value:
+            out.append(low | 0x80)
+        else:
+            out.append(low)
+            return bytes(out)
+
+
+def _field(number, payload):
+    """A length-delimited field (wire type 2)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+class PretrainingExampleEncoder:
+    """Serializes one instance to `tf.train.Example` bytes with the original's 7 features, or 4 features
+    (no masked_lm_*) for unmasked instances that are masked at training time.
+
+    Args:
+      vocab_size: ids are < vocab_size.
+      max_seq_length, max_predictions_per_seq: the padded lengths.
+
+    Attributes:
+      max_record_bytes: no serialized instance is longer.
+    """
+
+    def __init__(self, vocab_size, max_seq_length, max_predictions_per_seq):
+        self.max_seq_length = max_seq_length
+        self.max_predictions_per_seq = max_predictions_per_seq
+        # Varints of every id and of every length a field can have (values take at most 5 bytes each).
+        self._varints = [_varint(i) for i in range(max(vocab_size, 5 * max_seq_length + 64))]
+        self._keys = {name: _field(1, name.encode()) for name in
+                      tfrecord.INT_FEATURES + tfrecord.MASKED_LM_INT_FEATURES
+                      + (tfrecord.MASKED_LM_WEIGHTS, tfrecord.NEXT_SENTENCE_LABELS)}
+        self._cache = {}  # entries that depend on lengths only
+        # The largest record: every id and position takes its longest varint.
+        self.max_record_bytes = len(self.encode([vocab_size - 1] * max_seq_length, 1, True,
+                                                [max_seq_length - 1] * max_predictions_per_seq,
+                                                [vocab_size - 1] * max_predictions_per_seq))
+
+    def _entry(self, name, packed, float_list=False):
+        varints = self._varints
+        values = b"\x0a" + varints[len(packed)] + packed  # Int64List / FloatList.value (packed)
+        feature = (b"\x12" if float_list else b"\x1a") + varints[len(values)] + values
+        entry = self._keys[name] + b"\x12" + varints[len(feature)] + feature
+        return b"\x0a" + varints[len(entry)] + entry
+
+    def _cached_entry(self, name, length_a, length_b):
+        key = (name, length_a, length_b)
+        entry = self._cache.get(key)
+        if entry is None:
+            if name == "input_mask":
+                packed = b"\1" * length_a + b"\0" * (self.max_seq_length - length_a)
+            elif name == "segment_ids":
+                packed = b"\0" * length_a + b"\1" * length_b + b"\0" * (self.max_seq_length - length_a - length_b)
+            elif name == "masked_lm_weights":
+                packed = struct.pack("<f", 1.0) * length_a + b"\0\0\0\0" * (self.max_predictions_per_seq - length_a)
+            else:  # next_sentence_labels
+                packed = self._varints[length_a]
+            entry = self._cache[key] = self._entry(name, packed, float_list=name == "masked_lm_weights")
+        return entry
+
+    def encode(self, ids, len_a, is_random_next, positions=None, labels=None):
+        """Returns serialized `tf.train.Example` bytes.
+
+        Args:
+          ids: list of int, `[CLS] A [SEP] B [SEP]` (masked or not), at most max_seq_length long.
+          len_a: int, number of tokens of segment A (segment ids are 0 up to the first [SEP] included).
+          is_random_next: bool, next_sentence_labels = 1 if True (random next), else 0.
+          positions, labels: lists of int (masked positions and their original ids), or both None for an
+            unmasked instance (then the masked_lm_* features are left out).
+        """
+        varints = self._varints
+        entries = [
+            # itemgetter(*ids) returns a tuple for 2 or more ids (an instance has at least 5).
+            self._entry("input_ids", b"".join(operator.itemgetter(*ids)(varints))
+                        + b"\0" * (self.max_seq_length - len(ids))),
+            self._cached_entry("input_mask", len(ids), 0),
+            self._cached_entry("segment_ids", len_a + 2, len(ids) - len_a - 2),
+        ]
+        if positions is not None:
+            pad = b"\0" * (self.max_predictions_per_seq - len(positions))
+            entries += [
+                self._entry("masked_lm_positions", b"".join(map(varints.__getitem__, positions)) + pad),
+                self._entry("masked_lm_ids", b"".join(map(varints.__getitem__, labels)) + pad),
+                self._cached_entry("masked_lm_weights", len(positions), 0),
+            ]
+        entries.append(self._cached_entry("next_sentence_labels", int(is_random_next), 0))
+        body = b"".join(entries)
+        return b"\x0a" + varints[len(body)] + body

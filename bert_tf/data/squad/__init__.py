@@ -1,0 +1,1 @@
+"""SQuAD data: examples and features, their TFRecords, TFDS input, answers from logits."""

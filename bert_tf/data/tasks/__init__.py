@@ -1,0 +1,1 @@
+"""Classification, tagging (NER) and multiple-choice data, and their tf.data input."""

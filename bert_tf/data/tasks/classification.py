@@ -1,0 +1,328 @@
+"""Sentence and sentence-pair classification data: examples, table files, processors, features.
+
+A processor turns the files of one task into `InputExample`s (the original `run_classifier.py` API:
+`get_train_examples(data_dir)`, `get_dev_examples`, `get_test_examples`, `get_labels`); `convert_examples`
+turns examples into the original features. Files are read as in GLUE: TSV without quoting (a `"` is an
+ordinary character), CSV with standard quoting, or JSON lines. Every problem in a file is a ValueError that
+names `path:line`.
+
+The GLUE tasks are in `bert_tf.data.tasks.glue`; `ColumnProcessor` reads a user's own files by column name.
+"""
+
+import csv
+import dataclasses
+import os
+
+import numpy as np
+from absl import logging
+
+from bert_tf.data.pretraining.corpus import parse_json_object, read_lines
+from bert_tf.data.packing import pack_tokens
+
+TRUNCATIONS = ("head", "tail", "head+tail")
+FORMATS = ("tsv", "csv", "jsonl")
+
+
+@dataclasses.dataclass
+class InputExample:
+    """One example. text_b is None for single-text tasks; label is a class name (str), a float (regression)
+    or None (unlabelled test data). guid is `<split>-<id>`: the file's id column or the row's 0-based
+    index in the file (header included, as the original counts)."""
+    guid: str
+    text_a: str
+    text_b: str = None
+    label: object = None
+
+
+# ------------------------------------------------------------------------------------------------ reading
+
+def read_rows(path, file_format):
+    """Yields (line number, row) of a table file: a list of str for "tsv" (split at tabs, no quoting, as
+    GLUE's files are written) and "csv" (standard quoting; the number is the row's last line), a dict for
+    "jsonl" (one JSON object per line). Blank lines are skipped."""
+    if file_format not in FORMATS:
+        raise ValueError(f"file format {file_format!r} is not one of {FORMATS}")
+    lines = read_lines(path)
+    if file_format == "tsv":
+        for number, text in lines:
+            if text.strip():
+                yield number, text.split("\t")
+    elif file_format == "csv":
+        current = [0]  # the number of the line the csv reader read last
+
+        def texts():
+            for current[0], text in lines:
+                yield text + "\n"
+
+        for row in csv.reader(texts()):
+            if any(field.strip() for field in row):
+                yield current[0], row
+    else:
+        for number, text in lines:
+            if not text.strip():
+                continue
+            yield number, parse_json_object(text, path, number)
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where one split's fields are in its file.
+
+    file: file name inside data_dir. text_a, text_b, label, guid: column names (files with a header row or
+    JSON lines) or 0-based column indexes (files without a header, then `num_columns` is the expected
+    count); text_b / label / guid None when the file has none.
+    """
+    file: str
+    text_a: object
+    text_b: object = None
+    label: object = None
+    guid: object = None
+    num_columns: int = None
+
+    @property
+    def has_header(self):
+        return self.num_columns is None
+
+
+def _column_index(header, name, path):
+    if name not in header:
+        raise ValueError(f"{path}:1: the header {header} has no column {name!r}; is this the right file for "
+                         "the task, or does --*_column need to change?")
+    return header.index(name)
+
+
+def read_examples(path, layout, split, file_format="tsv", labels=None, label_optional=False, only=None):
+    """The `InputExample`s of one file.
+
+    Args:
+      path: the file. layout: its `Layout`. split: name used in the guids ("train", "dev_matched", ...).
+      file_format: "tsv", "csv" or "jsonl".
+      labels: class names (labels are checked against them), () for regression (labels become floats),
+        None to keep labels as read (str).
+      label_optional: a file without the label column (or JSON objects without the key) is read as
+        unlabelled (label None), e.g. a test file.
+      only: (column, value): keep only the rows with this value in this column (XNLI's language).
+
+    Raises:
+      ValueError naming `path:line`: a row with another number of columns than the header (or than
+      `num_columns`), a missing column or key, a label not in `labels`, a regression label that is not a
+      number; naming `path`: a file without examples.
+    """
+    rows = read_rows(path, file_format)
+    fields = [layout.text_a, layout.text_b, layout.label, layout.guid]
+    num_columns, first = layout.num_columns, 0
+    if file_format != "jsonl" and layout.has_header:
+        header = next(rows, (1, None))[1]
+        if header is None:
+            raise ValueError(f"{path}: the file is empty")
+        if label_optional and layout.label not in header:
+            fields[2] = None
+        fields = [None if f is None else _column_index(header, f, path) for f in fields]
+        num_columns, first = len(header), 1
+        if only is not None:
+            only = (_column_index(header, only[0], path), only[1])
+    text_a, text_b, label, guid = fields
+    examples = []
+    for index, (number, row) in enumerate(rows, start=first):
+        if file_format == "jsonl":
+            missing = [f for f in fields if f is not None and f not in row and not (label_optional and f == label)]
+            if missing:
+                raise ValueError(f"{path}:{number}: the JSON object has no key {missing[0]!r} "
+                                 f"(keys: {sorted(row)})")
+        elif len(row) != num_columns:
+            raise ValueError(f"{path}:{number}: {len(row)} columns, expected {num_columns}"
+                             + (" (as in the header)" if layout.has_header else "")
+                             + "; a stray tab or quote in the text?")
+        if only is not None and row[only[0]] != only[1]:
+            continue
+        value = None if label is None or (file_format == "jsonl" and label not in row) else row[label]
+        if value is not None and labels is not None:
+            value = _check_label(value, labels, f"{path}:{number}")
+        example_id = index if guid is None else row[guid]
+        examples.append(InputExample(f"{split}-{example_id}", str(row[text_a]),
+                                     None if text_b is None else str(row[text_b]), value))
+    if not examples:
+        raise ValueError(f"{path}: no examples in the {split} set")
+    return examples
+
+
+def _check_label(value, labels, where):
+    if not labels:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: regression label {value!r} is not a number") from None
+    value = str(value)
+    if value not in labels:
+        raise ValueError(f"{where}: label {value!r} is not one of the task's labels {list(labels)}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------- processors
+
+class DataProcessor:
+    """A classification task: its files (`layouts`, {split: Layout}), labels and metrics.
+
+    Attributes:
+      labels: class names in label-id order; () for a regression task (one float output).
+      metrics: names of `bert_tf.evaluation.glue_metrics` metrics for the dev set.
+      file_format: "tsv", "csv" or "jsonl".
+      dev_splits, test_splits: the split names (MNLI has matched and mismatched ones); the first is what
+        get_dev_examples / get_test_examples read.
+    """
+    labels = ()
+    metrics = ("accuracy",)
+    file_format = "tsv"
+    layouts = {}
+    dev_splits = ("dev",)
+    test_splits = ("test",)
+
+    @property
+    def is_regression(self):
+        return not self.labels
+
+    def get_labels(self):
+        return list(self.labels)
+
+    @property
+    def leaderboard_labels(self):
+        """The label names that the GLUE leaderboard files use for label ids 0, 1, ...: the labels."""
+        return self.labels
+
+    def get_examples(self, data_dir, split):
+        """The examples of `split`, read from `data_dir`."""
+        return self._read(data_dir, split, self.labels)
+
+    def _read(self, data_dir, split, labels, **kwargs):
+        if split not in self.layouts:
+            raise ValueError(f"{type(self).__name__} has no {split!r} set; it has {sorted(self.layouts)}")
+        layout = self.layouts[split]
+        path = os.path.join(data_dir, layout.file)
+        if not os.path.isfile(path):
+            raise ValueError(f"{path} does not exist: the {split} set of {type(self).__name__} is expected there")
+        return read_examples(path, layout, split, self.file_format, labels, **kwargs)
+
+    def get_train_examples(self, data_dir):
+        return self.get_examples(data_dir, "train")
+
+    def get_dev_examples(self, data_dir):
+        return self.get_examples(data_dir, self.dev_splits[0])
+
+    def get_test_examples(self, data_dir):
+        return self.get_examples(data_dir, self.test_splits[0])
+
+
+class ColumnProcessor(DataProcessor):
+    """A user's own task: `train.<ext>`, `dev.<ext>` and `test.<ext>` in data_dir, ext one of tsv / csv /
+    jsonl (the same for all three), with named columns (a header row, or the keys of the JSON objects).
+
+    Args:
+      text_a_column, text_b_column (None for single texts), label_column, id_column (None: row index).
+      labels: class names in label-id order; None: the sorted distinct labels of the training file
+        (read when the first examples are read; they must be the same at training and prediction time).
+      regression: labels are numbers and the model has one output (metrics Pearson and Spearman).
+    The test file needs no label column.
+    """
+
+    def __init__(self, text_a_column="text", text_b_column=None, label_column="label", id_column=None,
+                 labels=None, regression=False):
+        if regression and labels:
+            raise ValueError(f"a regression task has no label list; got labels={labels}")
+        self.columns = dict(text_a=text_a_column, text_b=text_b_column, label=label_column, guid=id_column)
+        self.labels = () if regression else (None if labels is None else tuple(str(x) for x in labels))
+        self.metrics = ("pearson", "spearman") if regression else ("accuracy",)
+
+    @property
+    def is_regression(self):
+        return self.labels == ()
+
+    def get_labels(self):
+        if self.labels is None:
+            raise ValueError("the label list comes from the training file: call infer_labels, or pass labels")
+        return list(self.labels)
+
+    def infer_labels(self, data_dir):
+        """Without a label list: takes the sorted distinct labels of the training file in data_dir."""
+        if self.labels is not None:
+            return
+        train = self._path(data_dir, "train")
+        found = read_examples(train, Layout(os.path.basename(train), **self.columns), "train",
+                              train.rsplit(".", 1)[1])
+        self.labels = tuple(sorted({str(e.label) for e in found}))
+        logging.info("Labels read from %s: %s", train, ", ".join(self.labels))
+
+    def _path(self, data_dir, split):
+        found = [f"{split}.{ext}" for ext in FORMATS if os.path.isfile(os.path.join(data_dir, f"{split}.{ext}"))]
+        if len(found) != 1:
+            raise ValueError(f"expected one of {split}.tsv, {split}.csv, {split}.jsonl in {data_dir}; found "
+                             f"{found or 'none'}")
+        return os.path.join(data_dir, found[0])
+
+    def get_examples(self, data_dir, split):
+        self.infer_labels(data_dir)
+        path = self._path(data_dir, split)
+        return read_examples(path, Layout(os.path.basename(path), **self.columns), split, path.rsplit(".", 1)[1],
+                             self.labels, label_optional=split == "test")
+
+
+# ----------------------------------------------------------------------------------------------- features
+
+def truncate_single(tokens, max_tokens, truncation="head"):
+    """Shortens one text's word pieces to `max_tokens`.
+
+    "head" keeps the first max_tokens (the original), "tail" the last, "head+tail" the first quarter and the
+    last three quarters (Sun et al. 2019, "How to Fine-Tune BERT for Text Classification?": 128 + 382 of 510).
+    """
+    if truncation not in TRUNCATIONS:
+        raise ValueError(f"truncation={truncation!r} is not one of {TRUNCATIONS}")
+    if len(tokens) <= max_tokens:
+        return tokens
+    if truncation == "head":
+        return tokens[:max_tokens]
+    if truncation == "tail":
+        return tokens[len(tokens) - max_tokens:]
+    head = max_tokens // 4
+    return tokens[:head] + tokens[len(tokens) - (max_tokens - head):]
+
+
+def convert_examples(examples, labels, max_seq_length, tokenizer, truncation="head"):
+    """Examples -> the original features, as NumPy arrays.
+
+    Args:
+      examples: list of InputExample. labels: the class names (label id = index), () for regression.
+      max_seq_length: T. tokenizer: a FullTokenizer.
+      truncation: for single texts, which word pieces to keep (`truncate_single`); a pair is always
+        truncated like the original (one piece at a time from the end of the longer text).
+
+    Returns:
+      {"input_ids", "input_mask", "segment_ids": int32 [N, T], "label_ids": int32 [N] (float32 [N] for
+      regression; 0 for examples without a label), "is_real_example": int32 [N] (ones)}.
+    """
+    label_map = {label: i for i, label in enumerate(labels)}
+    columns = {k: [] for k in ("input_ids", "input_mask", "segment_ids", "label_ids")}
+    for index, example in enumerate(examples):
+        tokens_a = tokenizer.tokenize(example.text_a)
+        tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
+        if tokens_b:
+            if truncation != "head":
+                raise ValueError(f"truncation={truncation!r} is for single texts; {example.guid} is a pair")
+        else:
+            tokens_b = None
+            tokens_a = truncate_single(tokens_a, max_seq_length - 2, truncation)
+        packed = pack_tokens(tokens_a, tokens_b, max_seq_length, tokenizer)
+        for key in ("input_ids", "input_mask", "segment_ids"):
+            columns[key].append(getattr(packed, key))
+        if example.label is None:
+            columns["label_ids"].append(0)
+        elif labels:
+            if example.label not in label_map:
+                raise ValueError(f"{example.guid}: label {example.label!r} is not one of {list(labels)}")
+            columns["label_ids"].append(label_map[example.label])
+        else:
+            columns["label_ids"].append(float(example.label))
+        if index < 2:
+            logging.info("Example %s: %s -> label %s", example.guid, " ".join(packed.tokens), columns["label_ids"][-1])
+    features = {k: np.asarray(v, np.int32).reshape(-1, max_seq_length) for k, v in columns.items() if k != "label_ids"}
+    features["label_ids"] = np.asarray(columns["label_ids"], np.int32 if labels else np.float32)
+    features["is_real_example"] = np.ones(len(examples), np.int32)
+    return features

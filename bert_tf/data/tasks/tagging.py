@@ -1,0 +1,154 @@
+"""Token classification (NER) data in the CoNLL format: reading, features, predictions.
+
+CoNLL format: one word per line, its tag in the last whitespace-separated column (CoNLL-2003's
+`word POS chunk NER` and WNUT's `word<TAB>tag` both work), a blank line between sentences, `-DOCSTART-`
+lines ignored. Tags are `O` or `<prefix>-<type>` with prefix B, I (BIO / IOB1) or B, I, E, S (IOBES).
+A file to predict may have the words alone.
+
+Each word is split into word pieces; as in the BERT paper (section 5.3) the word's label is predicted at
+its first piece and the other pieces are ignored (label IGNORE_LABEL).
+"""
+
+import dataclasses
+import re
+
+import numpy as np
+from absl import logging
+
+from bert_tf import atomic_io
+from bert_tf.data.pretraining.corpus import read_lines
+
+IGNORE_LABEL = -100
+_TAG = re.compile(r"^(O|[BIES]-\S+)$")
+
+
+@dataclasses.dataclass
+class TaggedSentence:
+    """words: list of str; tags: list of str, or None when the file has no tags; source: "path:line" of the
+    first word (the others follow on the next lines)."""
+    words: list
+    tags: list
+    source: str
+
+
+def read_conll(path):
+    """The sentences of a CoNLL file.
+
+    Raises:
+      ValueError naming `path:line`: a tag that is not `O` / `B-X` / `I-X` / `E-X` / `S-X`, lines with and
+      without a tag column in the same file, invalid UTF-8; naming `path`: a file without sentences.
+    """
+    sentences, words, tags, start, tagged = [], [], [], None, None
+    for number, text in list(read_lines(path)) + [(None, "")]:
+        fields = text.split()
+        if not fields or fields[0] == "-DOCSTART-":
+            if words:
+                sentences.append(TaggedSentence(words, tags if tagged else None, f"{path}:{start}"))
+            words, tags = [], []
+            continue
+        if tagged is None:
+            tagged = len(fields) > 1
+        if tagged != (len(fields) > 1):
+            raise ValueError(f"{path}:{number}: {len(fields)} column(s), but the file's first word line had "
+                             f"{'a tag' if tagged else 'no tag'}")
+        if tagged and not _TAG.match(fields[-1]):
+            raise ValueError(f"{path}:{number}: tag {fields[-1]!r} is not O, B-X, I-X, E-X or S-X")
+        if not words:
+            start = number
+        words.append(fields[0])
+        tags.append(fields[-1] if tagged else None)
+    if not sentences:
+        raise ValueError(f"{path}: no sentences")
+    return sentences
+
+
+def label_list(sentences):
+    """The sorted distinct tags of `sentences`, "O" first (label id 0)."""
+    tags = {t for s in sentences for t in s.tags or ()}
+    return ["O"] * ("O" in tags) + sorted(tags - {"O"})
+
+
+def check_tags(sentences, labels):
+    """ValueError naming `path:line` at the first tag of `sentences` that is not in `labels` (the training
+    file's tags, `label_list`): the model cannot predict it, so a dev or test file with it cannot be scored.
+    Untagged sentences pass."""
+    known = set(labels)
+    for sentence in sentences:
+        for index, tag in enumerate(sentence.tags or ()):
+            if tag not in known:
+                path, line = sentence.source.rsplit(":", 1)
+                raise ValueError(f"{path}:{int(line) + index}: tag {tag!r} is not one of the training tags "
+                                 f"({' '.join(labels)})")
+
+
+def is_iobes(labels):
+    """True when the tags use the E- / S- prefixes (IOBES), which conlleval needs mapped to BIO."""
+    return any(t[:2] in ("E-", "S-") for t in labels)
+
+
+def convert_sentences(sentences, labels, max_seq_length, tokenizer):
+    """Sentences -> features for BertTokenClassifier.
+
+    `[CLS] pieces [SEP]`, zero-padded; a word that tokenizes to nothing becomes [UNK] so every word has a
+    first piece. Pieces beyond max_seq_length - 2 are dropped (their words are counted and logged, and
+    predicted "O"). A tag not in `labels` is a ValueError (`check_tags`).
+
+    Returns:
+      (features, word_positions): features {"input_ids", "input_mask", "segment_ids": int32 [N, T],
+      "label_ids": int32 [N, T] (label id at each word's first piece, IGNORE_LABEL elsewhere and for
+      untagged sentences), "is_real_example": int32 [N]}; word_positions: per sentence, the position of
+      each kept word's first piece.
+    """
+    check_tags(sentences, labels)
+    label_map = {label: i for i, label in enumerate(labels)}
+    n = len(sentences)
+    features = {k: np.zeros((n, max_seq_length), np.int32) for k in ("input_ids", "input_mask", "segment_ids")}
+    features["label_ids"] = np.full((n, max_seq_length), IGNORE_LABEL, np.int32)
+    features["is_real_example"] = np.ones(n, np.int32)
+    word_positions, truncated_words = [], 0
+    for row, sentence in enumerate(sentences):
+        tokens, positions, label_ids = ["[CLS]"], [], [IGNORE_LABEL]
+        for index, word in enumerate(sentence.words):
+            pieces = tokenizer.tokenize(word) or ["[UNK]"]
+            if len(tokens) + len(pieces) > max_seq_length - 1:
+                truncated_words += len(sentence.words) - index
+                break
+            positions.append(len(tokens))
+            tag = sentence.tags[index] if sentence.tags else None
+            label_ids += [IGNORE_LABEL if tag is None else label_map[tag]] + [IGNORE_LABEL] * (len(pieces) - 1)
+            tokens += pieces
+        tokens.append("[SEP]")
+        label_ids.append(IGNORE_LABEL)
+        length = len(tokens)
+        features["input_ids"][row, :length] = tokenizer.convert_tokens_to_ids(tokens)
+        features["input_mask"][row, :length] = 1
+        features["label_ids"][row, :length] = label_ids
+        word_positions.append(positions)
+    if truncated_words:
+        logging.warning("%d word(s) did not fit in max_seq_length=%d and are predicted O", truncated_words,
+                        max_seq_length)
+    return features, word_positions
+
+
+def predicted_tags(logits, word_positions, labels, sentences):
+    """Per sentence, the predicted tag of every word: the argmax at its first piece, "O" for words that
+    were truncated away. logits: float [N, T, num_labels] (or label ids int [N, T])."""
+    ids = np.asarray(logits)
+    if ids.ndim == 3:
+        ids = ids.argmax(-1)
+    result = []
+    for row, (positions, sentence) in enumerate(zip(word_positions, sentences)):
+        tags = [labels[i] for i in ids[row, positions]]
+        result.append(tags + ["O"] * (len(sentence.words) - len(tags)))
+    return result
+
+
+def write_predictions(path, sentences, predictions):
+    """CoNLL output, one `word gold predicted` line per word (`word predicted` for untagged input) and a
+    blank line after each sentence: the input format of the conlleval script."""
+    with atomic_io.atomic_write(path) as f:
+        for sentence, tags in zip(sentences, predictions):
+            for index, (word, tag) in enumerate(zip(sentence.words, tags)):
+                gold = f" {sentence.tags[index]}" if sentence.tags else ""
+                f.write(f"{word}{gold} {tag}\n")
+            f.write("\n")

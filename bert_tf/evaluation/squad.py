@@ -1,0 +1,205 @@
+"""SQuAD evaluation giving the official v1.1 and v2.0 scripts' numbers, in process or on files.
+
+    python -m bert_tf.evaluation.squad dev-v1.1.json predictions.json
+    python -m bert_tf.evaluation.squad dev-v2.0.json predictions.json --na-prob-file null_odds.json
+
+prints the official script's JSON: `{"exact_match", "f1"}` for data without `is_impossible` (v1.1),
+otherwise the v2.0 keys `exact`, `f1`, `total`, `HasAns_*`, `NoAns_*` and, with null odds,
+`best_exact`, `best_exact_thresh`, `best_f1`, `best_f1_thresh`.
+
+Both official scripts normalise an answer the same way (lower-case, drop ASCII punctuation, drop the words
+a/an/the, collapse whitespace) and take the best score over the gold answers; exact match is 0/1 and F1 is
+the harmonic mean of token precision and recall. They differ in corner cases, kept here: v1.1 F1 of two
+answers that normalise to nothing is 0, v2.0's is 1 (and an unanswerable question's gold is ""); v1.1 scores
+a missing prediction 0 (with a message), v2.0 would crash, so here a v2.0 evaluation with missing
+predictions raises a ValueError naming them.
+"""
+
+import argparse
+import collections
+import json
+import re
+import string
+import sys
+
+from absl import logging
+
+from bert_tf.data.squad.examples import iterate_questions, load_squad_json
+
+_PUNCTUATION = frozenset(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+
+
+def normalize_answer(text):
+    """Lower-case, drop ASCII punctuation, replace the words a/an/the by a space, collapse whitespace."""
+    text = "".join(char for char in text.lower() if char not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def exact_match(prediction, gold):
+    """1 if the normalised answers are equal, else 0."""
+    return int(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def f1_score(prediction, gold, version_2=True):
+    """Token-overlap F1 of the normalised answers. With both token lists empty: 1 under v2.0 (both say "no
+    answer"), 0 under v1.1; with one of them empty: 0."""
+    prediction_tokens, gold_tokens = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    if version_2 and (not prediction_tokens or not gold_tokens):
+        return int(prediction_tokens == gold_tokens)
+    common = sum((collections.Counter(prediction_tokens) & collections.Counter(gold_tokens)).values())
+    if common == 0:
+        return 0
+    precision, recall = common / len(prediction_tokens), common / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _questions(dataset):
+    """The questions of a SQuAD `data` list, each with an `answers` list of {"text": str}."""
+    for _, qa in iterate_questions(dataset, "the dataset"):
+        answers = qa.get("answers")
+        if not isinstance(answers, list) or not all(isinstance(a, dict) and isinstance(a.get("text"), str)
+                                                    for a in answers):
+            raise ValueError(f"question {qa['id']}: 'answers' must be a list of {{\"text\": str}}, got "
+                             f"{answers!r:.80}")
+        yield qa
+
+
+def _check_values(values, kind, what):
+    """ValueError naming the questions whose value in `values` is not of type `kind` (bools excluded)."""
+    wrong = [qid for qid, value in values.items() if not isinstance(value, kind) or isinstance(value, bool)]
+    if wrong:
+        raise ValueError(f"{what}: {len(wrong)} question(s) have a value of the wrong type: "
+                         f"{', '.join(f'{qid}={values[qid]!r:.40}' for qid in wrong[:10])}")
+
+
+def is_version_2(dataset):
+    """True when any question carries `is_impossible` (SQuAD 2.0 data)."""
+    return any("is_impossible" in qa for qa in _questions(dataset))
+
+
+def evaluate_v1(dataset, predictions):
+    """The official v1.1 script: {"exact_match", "f1"} in percent over all questions; a question without a
+    prediction scores 0 (logged)."""
+    total = exact = f1 = 0
+    for qa in _questions(dataset):
+        total += 1
+        if qa["id"] not in predictions:
+            logging.warning("Unanswered question %s will receive score 0.", qa["id"])
+            continue
+        golds = [answer["text"] for answer in qa["answers"]]
+        if not golds:
+            raise ValueError(f"question {qa['id']} has no answers; SQuAD 1.1 data (no is_impossible) needs at "
+                             "least one per question")
+        prediction = predictions[qa["id"]]
+        exact += max(exact_match(prediction, gold) for gold in golds)
+        f1 += max(f1_score(prediction, gold, version_2=False) for gold in golds)
+    return {"exact_match": 100.0 * exact / total, "f1": 100.0 * f1 / total}
+
+
+def _best_threshold(predictions, scores, na_probs, has_answer):
+    """The official `find_best_thresh`: the no-answer probability threshold that maximises the total score
+    when every question above it is answered "" . Returns (score in percent, threshold)."""
+    score = best = sum(1 for qid in has_answer if not has_answer[qid])
+    threshold = 0.0
+    for qid in sorted(na_probs, key=lambda k: na_probs[k]):
+        if qid not in scores:
+            continue
+        if has_answer[qid]:
+            score += scores[qid]
+        else:
+            score += -1 if predictions[qid] else 0
+        if score > best:
+            best, threshold = score, na_probs[qid]
+    return 100.0 * best / len(scores), threshold
+
+
+def evaluate_v2(dataset, predictions, na_probs=None, na_prob_thresh=1.0):
+    """The official v2.0 script: exact/f1/total overall and for HasAns/NoAns questions (a question has an
+    answer when its `answers` list is not empty); with `na_probs` ({id: no-answer score}, e.g. null_odds.json)
+    also best_exact/best_f1 and their thresholds. A prediction counts as "" (no answer) when its na_prob is
+    above `na_prob_thresh`. ValueError when a question has no prediction."""
+    has_answer = {qa["id"]: bool(qa["answers"]) for qa in _questions(dataset)}
+    for what, values in (("prediction", predictions), ("no-answer probability", na_probs or predictions)):
+        missing = [qid for qid in has_answer if qid not in values]
+        if missing:
+            raise ValueError(f"{len(missing)} question(s) have no {what}: {', '.join(missing[:10])}")
+    exact_raw, f1_raw = {}, {}
+    for qa in _questions(dataset):
+        golds = [answer["text"] for answer in qa["answers"] if normalize_answer(answer["text"])] or [""]
+        prediction = predictions[qa["id"]]
+        exact_raw[qa["id"]] = max(exact_match(prediction, gold) for gold in golds)
+        f1_raw[qa["id"]] = max(f1_score(prediction, gold) for gold in golds)
+    thresholds = na_probs if na_probs is not None else {qid: 0.0 for qid in predictions}
+
+    def thresholded(raw):
+        return {qid: float(not has_answer[qid]) if thresholds[qid] > na_prob_thresh else score
+                for qid, score in raw.items()}
+
+    exact, f1 = thresholded(exact_raw), thresholded(f1_raw)
+
+    def summary(qids):
+        return {"exact": 100.0 * sum(exact[q] for q in qids) / len(qids),
+                "f1": 100.0 * sum(f1[q] for q in qids) / len(qids), "total": len(qids)}
+
+    results = summary(list(exact))
+    for prefix, wanted in (("HasAns", True), ("NoAns", False)):
+        qids = [qid for qid, has in has_answer.items() if has == wanted]
+        if qids:
+            results.update({f"{prefix}_{key}": value for key, value in summary(qids).items()})
+    if na_probs is not None:
+        results["best_exact"], results["best_exact_thresh"] = _best_threshold(predictions, exact_raw, na_probs,
+                                                                              has_answer)
+        results["best_f1"], results["best_f1_thresh"] = _best_threshold(predictions, f1_raw, na_probs, has_answer)
+    return results
+
+
+def evaluate(dataset, predictions, na_probs=None):
+    """v2.0 results for SQuAD 2.0 data (`is_version_2`), else v1.1 results (`na_probs` must be None).
+    `predictions`: {question id: answer str}; `na_probs`: {question id: float}."""
+    _check_values(predictions, str, "predictions")
+    if na_probs is not None:
+        _check_values(na_probs, (int, float), "no-answer probabilities")
+    if is_version_2(dataset):
+        return evaluate_v2(dataset, predictions, na_probs)
+    if na_probs is not None:
+        raise ValueError("null odds were given for SQuAD 1.1 data (no question has is_impossible)")
+    return evaluate_v1(dataset, predictions)
+
+
+def _load_json_object(path, what):
+    with open(path, encoding="utf-8") as f:
+        try:
+            value = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: {what} is not valid JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: {what} must be a JSON object {{question id: value}}, got {type(value).__name__}")
+    return value
+
+
+def evaluate_files(data_file, predictions_file, na_prob_file=None):
+    """`evaluate` on files: a SQuAD JSON file, predictions.json and optionally null_odds.json."""
+    na_probs = _load_json_object(na_prob_file, "the no-answer probability file") if na_prob_file else None
+    return evaluate(load_squad_json(data_file), _load_json_object(predictions_file, "the predictions file"),
+                    na_probs)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Official-equivalent SQuAD v1.1 / v2.0 evaluation.")
+    parser.add_argument("data_file", metavar="DATA.json", help="SQuAD dataset file")
+    parser.add_argument("pred_file", metavar="PREDICTIONS.json", help="model predictions (predictions.json)")
+    parser.add_argument("--na-prob-file", "-n", metavar="NULL_ODDS.json",
+                        help="SQuAD 2.0: no-answer scores per question (null_odds.json)")
+    args = parser.parse_args(argv)
+    try:
+        results = evaluate_files(args.data_file, args.pred_file, args.na_prob_file)
+    except (ValueError, OSError) as e:
+        sys.stderr.write(f"Error: {e}\n")
+        return 1
+    sys.stdout.write((json.dumps(results, indent=2) if "exact" in results else json.dumps(results)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

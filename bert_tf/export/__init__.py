@@ -1,0 +1,1 @@
+"""SavedModel export: the serving signatures, the task models' serving adapters, the model types."""

@@ -1,0 +1,1 @@
+"""BERT's building blocks as Keras layers: embeddings, attention, Transformer block, heads."""

@@ -1,0 +1,74 @@
+"""Multi-head self-attention (Vaswani et al. 2017, section 3.2) with BERT's masking and Google's scopes."""
+
+import math
+
+import keras
+from keras import ops
+
+from bert_tf.modeling.layers.dense import BertDense
+from bert_tf.modeling.layers.dropout import BertDropout
+
+# The original adds -10000 to the logits of masked keys; with float32 logits this is exact under any policy.
+MASK_LOGIT = -10000.0
+
+
+def attention_bias(input_mask):
+    """input_mask int [B, T] (1 = real token) -> float32 additive bias [B, 1, 1, T] (0 or -10000)."""
+    mask = ops.cast(input_mask, "float32")
+    return ((1.0 - mask) * MASK_LOGIT)[:, None, None, :]
+
+
+class BertSelfAttention(keras.layers.Layer):
+    """Scaled dot-product attention over all heads; Google scope `attention/self`.
+
+    Weights: `query|key|value/kernel` [H, H] and `/bias` [H]. Logits are scaled by 1/sqrt(head size),
+    biased by `attention_bias(input_mask)` (built here from the integer mask: a float bias passed into a layer
+    would be autocast to the compute dtype), and the softmax is computed in float32.
+
+    Call: hidden float [B, T, H], input_mask int [B, T] (1 = real token) ->
+    (context [B, T, H] in the compute dtype, probabilities float32 [B, heads, T, T]).
+    """
+
+    def __init__(self, num_attention_heads, hidden_size, initializer_range=0.02, dropout_rate=0.1, **kwargs):
+        super().__init__(**kwargs)
+        if hidden_size % num_attention_heads:
+            raise ValueError(f"hidden_size={hidden_size} is not a multiple of "
+                             f"num_attention_heads={num_attention_heads}")
+        self.num_attention_heads = num_attention_heads
+        self.hidden_size = hidden_size
+        self.initializer_range = initializer_range
+        self.dropout_rate = dropout_rate
+        self.head_size = hidden_size // num_attention_heads
+        self.query = BertDense(hidden_size, initializer_range=initializer_range, name="query")
+        self.key = BertDense(hidden_size, initializer_range=initializer_range, name="key")
+        self.value = BertDense(hidden_size, initializer_range=initializer_range, name="value")
+        self.dropout = BertDropout(dropout_rate)
+
+    def build(self, input_shape):
+        for dense in (self.query, self.key, self.value):
+            dense.build(input_shape)
+        self.built = True
+
+    def _split_heads(self, x):
+        """[B, T, H] -> [B, heads, T, head_size]."""
+        batch, length = ops.shape(x)[0], ops.shape(x)[1]
+        x = ops.reshape(x, (batch, length, self.num_attention_heads, self.head_size))
+        return ops.transpose(x, (0, 2, 1, 3))
+
+    def call(self, hidden, input_mask, training=None):
+        query = self._split_heads(self.query(hidden))
+        key = self._split_heads(self.key(hidden))
+        value = self._split_heads(self.value(hidden))
+        logits = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        logits = ops.cast(logits, "float32") * (1.0 / math.sqrt(self.head_size))
+        logits += attention_bias(input_mask)
+        probs = ops.softmax(logits, axis=-1)
+        dropped = ops.cast(self.dropout(probs, training=training), self.compute_dtype)
+        context = ops.transpose(ops.matmul(dropped, value), (0, 2, 1, 3))
+        batch, length = ops.shape(context)[0], ops.shape(context)[1]
+        return ops.reshape(context, (batch, length, self.hidden_size)), probs
+
+    def get_config(self):
+        return {**super().get_config(), "num_attention_heads": self.num_attention_heads,
+                "hidden_size": self.hidden_size, "initializer_range": self.initializer_range,
+                "dropout_rate": self.dropout_rate}

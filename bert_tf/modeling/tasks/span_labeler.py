@@ -1,0 +1,84 @@
+"""BertSpanLabeler: extractive question answering (SQuAD), Devlin et al. 2019, section 4.2."""
+
+import keras
+from keras import ops
+
+from bert_tf.modeling.tasks.task_model import BertTaskModel, cross_entropy_and_hits
+
+LABEL_NAMES = ("start_positions", "end_positions")
+HEAD_SCOPE = "cls/squad/"
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertSpanLabeler(BertTaskModel):
+    """The original run_squad.py model: the encoder, then one linear map of every token's final hidden state
+    to a start and an end logit, without dropout. Head weights carry the original's names
+    `cls/squad/output_weights` [2, H] and `cls/squad/output_bias` [2], so its fine-tuned SQuAD checkpoints
+    load; the pooler is unused and frozen (the original never updates it either).
+
+    Inputs: a dict with int [B, T] `input_ids`, `input_mask`, `segment_ids`; other entries (the labels
+    `start_positions`, `end_positions` int [B], `unique_ids`) may be in the same dict and are ignored by `call`.
+    Outputs, a dict: `start_logits`, `end_logits`, float32 [B, T].
+
+    Objective (for `fit` and `bert_tf.training.loop.Trainer`, see BertTaskModel): one term, `span`, over the
+    2B predictions (every start, then every end), each with its example's weight: the loss is their mean
+    cross-entropy, i.e. the original's (start loss + end loss) / 2; `span_accuracy` is the fraction of start
+    and end positions whose argmax is right. A window without the answer is labelled 0 ([CLS]). With Keras,
+    the labels may also be passed as `y={"start_positions": ..., "end_positions": ...}`.
+
+        model = BertSpanLabeler(config)
+        bert_tf.load_checkpoint(model, "uncased_L-12_H-768_A-12/bert_model.ckpt")
+        model.compile(keras.optimizers.AdamW(3e-5))
+        model.fit(squad_records.squad_dataset(record_file, 384, is_training=True, batch_size=12))
+    """
+
+    def __init__(self, config, **kwargs):
+        kwargs.setdefault("name", "bert_span_labeler")
+        super().__init__(config, 2, dropout_rate=0.0, **kwargs)
+        self.encoder.pooler.trainable = False
+
+    def objective_metrics(self):
+        return {"span": ("loss", "accuracy")}
+
+    def call(self, inputs, training=None):
+        if not isinstance(inputs, dict) or "input_ids" not in inputs:
+            raise ValueError(f"BertSpanLabeler inputs must be a dict with input_ids, input_mask, segment_ids; got "
+                             f"{sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__}")
+        logits = self.head(self.encode(inputs, training)["sequence_output"], training=training)
+        return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
+
+    @staticmethod
+    def _features(x, y):
+        features = dict(x)
+        if isinstance(y, dict):
+            features.update(y)
+        missing = [name for name in LABEL_NAMES if name not in features]
+        if missing:
+            raise ValueError(f"no labels {missing}: pass them in x or as y={{'start_positions': ..., "
+                             "'end_positions': ...}} (int [B])")
+        return features
+
+    def objective_weights(self, features):
+        """{"span": float32 [2B]}: each start and end position weighs as its example."""
+        weights = self.example_weights(features)
+        return {"span": ops.concatenate([weights, weights], axis=0)}
+
+    def objective(self, features, outputs):
+        """{"span": {"loss": cross-entropy float32 [2B], "accuracy": 1.0 where the argmax is right [2B]}},
+        starts first, aligned with `objective_weights`."""
+        labels = ops.concatenate([ops.reshape(features[name], (-1,)) for name in LABEL_NAMES], axis=0)
+        logits = ops.concatenate([outputs["start_logits"], outputs["end_logits"]], axis=0)
+        loss, hits = cross_entropy_and_hits(labels, logits)
+        return {"span": {"loss": loss, "accuracy": hits}}
+
+    def checkpoint_variables(self):
+        """{Google checkpoint name: variable}: the encoder's `bert/...` names and `cls/squad/output_*`."""
+        if not self.built:
+            self.build()
+        head = {HEAD_SCOPE + name: variable for name, variable in self.head.checkpoint_variables().items()}
+        return {**self.encoder.checkpoint_variables(), **head}
+
+    def get_config(self):
+        config = super().get_config()
+        del config["dropout_rate"]  # always 0.0: the original has no dropout before this head
+        return config
