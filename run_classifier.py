@@ -33,6 +33,7 @@ import training_flags
 from bert_tf import atomic_io, run_directory, scripting
 from bert_tf.evaluation import glue_metrics
 from bert_tf.data.tasks import classification, glue as glue_tasks, tfds as tfds_tasks
+from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.training.finetuning import log_softmax, softmax_cross_entropy
 from bert_tf.modeling.tasks.classifier import BertClassifier
 
@@ -85,7 +86,7 @@ def evaluate(tuner, processor, split, tokenizer):
     """{metric: value} of the model on one dev split: loss, accuracy and the processor's metrics."""
     examples, features = features_of(processor, split, tokenizer)
     outputs = tuner.predict(features, FLAGS.eval_batch_size)
-    labels = features["label_ids"]
+    labels = features[LABEL_IDS]
     if processor.is_regression:
         scores = outputs[:, 0]
         results = {"loss": float(np.mean((scores - labels) ** 2))}

@@ -27,6 +27,7 @@ import training_flags
 from bert_tf.evaluation import conlleval
 from bert_tf import run_directory, scripting
 from bert_tf.data.tasks import tagging
+from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.training.finetuning import softmax_cross_entropy
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
@@ -64,8 +65,8 @@ def evaluate(tuner, labels, tokenizer):
         predicted_bio = predicted
     scores = conlleval.evaluate(gold, predicted_bio)
     logging.info("conlleval on %s:\n%s", FLAGS.dev_file, scores)
-    keep = features["label_ids"] != tagging.IGNORE_LABEL
-    loss = float(np.mean(softmax_cross_entropy(logits[keep], features["label_ids"][keep])))
+    keep = features[LABEL_IDS] != tagging.IGNORE_LABEL
+    loss = float(np.mean(softmax_cross_entropy(logits[keep], features[LABEL_IDS][keep])))
     tagging.write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.txt"), sentences, predicted)
     return {"eval_precision": scores.precision, "eval_recall": scores.recall, "eval_f1": scores.f1,
             "eval_accuracy": scores.accuracy, "eval_loss": loss, "loss": loss, "global_step": tuner.global_step}

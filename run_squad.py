@@ -30,6 +30,7 @@ from bert_tf.data.squad import records as squad_records, tfds as squad_tfds
 from bert_tf.data.squad.examples import load_squad_json
 from bert_tf.data.squad.postprocess import RawResult, compute_predictions, write_predictions
 from bert_tf.evaluation.squad import evaluate
+from bert_tf.feature_schema import END_LOGITS, START_LOGITS, UNIQUE_IDS
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.training import loop, optimization
@@ -151,8 +152,8 @@ def predict(model, tokenizer):
     logging.info("***** Running predictions *****: %d examples, %d features, batch %d", len(prepared.examples),
                  len(features), FLAGS.predict_batch_size)
     outputs = model.predict(dataset, verbose=0)
-    unique_ids = np.concatenate([batch["unique_ids"].numpy() for batch in dataset])
-    results = [RawResult(*values) for values in zip(unique_ids, outputs["start_logits"], outputs["end_logits"])]
+    unique_ids = np.concatenate([batch[UNIQUE_IDS].numpy() for batch in dataset])
+    results = [RawResult(*values) for values in zip(unique_ids, outputs[START_LOGITS], outputs[END_LOGITS])]
     predictions, nbest, null_odds = compute_predictions(
         prepared.examples, features, results, FLAGS.n_best_size, FLAGS.max_answer_length, FLAGS.do_lower_case,
         FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold)

@@ -23,6 +23,7 @@ import training_flags
 from bert_tf.evaluation import glue_metrics
 from bert_tf import scripting
 from bert_tf.data.tasks import multiple_choice
+from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.training.finetuning import log_softmax, softmax_cross_entropy
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 
@@ -40,8 +41,8 @@ def evaluate(tuner, tokenizer):
     """eval_results.txt's dict for the dev set (val.csv): eval_accuracy, eval_loss."""
     features = features_of("dev", tokenizer)
     logits = tuner.predict(features, FLAGS.eval_batch_size)
-    loss = float(np.mean(softmax_cross_entropy(logits, features["label_ids"])))
-    return {"eval_accuracy": glue_metrics.accuracy(features["label_ids"], logits.argmax(-1)), "eval_loss": loss,
+    loss = float(np.mean(softmax_cross_entropy(logits, features[LABEL_IDS])))
+    return {"eval_accuracy": glue_metrics.accuracy(features[LABEL_IDS], logits.argmax(-1)), "eval_loss": loss,
             "loss": loss, "global_step": tuner.global_step}
 
 

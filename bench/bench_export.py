@@ -38,7 +38,7 @@ from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory  # n
 from bert_tf.export import serving as export, task_adapters as export_tasks
 from bert_tf.data.packing import pack_tokens  # noqa: E402
 from bert_tf.modeling.tasks.classifier import BertClassifier  # noqa: E402
-from bert_tf.modeling.encoder import INPUT_NAMES  # noqa: E402
+from bert_tf.feature_schema import INPUT_NAMES
 from bert_tf.tokenization import FullTokenizer  # noqa: E402
 from tools import pypi_data  # noqa: E402
 

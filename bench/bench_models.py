@@ -79,7 +79,8 @@ def tf_setup(case):
 def bert_tf_step(case, config, features):
     """A function running one inference call or one training step of bert_tf."""
     import tensorflow as tf
-    from bert_tf.modeling.encoder import INPUT_NAMES, BertEncoder
+    from bert_tf.feature_schema import INPUT_NAMES
+    from bert_tf.modeling.encoder import BertEncoder
     from bert_tf.modeling.tasks.pretrainer import BertPretrainer
     from bert_tf.training import distribute, loop, optimization
     tf_setup(case)

@@ -164,7 +164,7 @@ def predict_block(trimmed, features, tuner):
     """One pass of `tuner.predict` (a FineTuner) over `features` (trimmed) or of full-length in-order batches."""
     import tensorflow as tf
     from bert_tf.data.tasks.pipeline import make_dataset
-    from bert_tf.modeling.encoder import INPUT_NAMES
+    from bert_tf.feature_schema import INPUT_NAMES
     if trimmed:
         return lambda: tuner.predict(features, 32)
     forward = tf.function(lambda batch: tuner.model(batch, training=False))

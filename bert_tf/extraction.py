@@ -16,6 +16,7 @@ from absl import logging
 from bert_tf import atomic_io
 from bert_tf.data.pretraining.corpus import read_lines
 from bert_tf.data.packing import pack_tokens
+from bert_tf.feature_schema import ENCODER_OUTPUTS, INPUT_IDS, INPUT_MASK, SEGMENT_IDS
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 
@@ -70,9 +71,9 @@ class FeatureExtractor:
 
     def _layer_outputs(self, input_ids, input_mask, segment_ids):
         """int32 [B, T] x 3 -> float32 [len(layers), B, T, H]."""
-        outputs = self.encoder({"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
+        outputs = self.encoder({INPUT_IDS: input_ids, INPUT_MASK: input_mask, SEGMENT_IDS: segment_ids},
                                training=False)
-        return tf.stack([tf.cast(outputs["encoder_outputs"][i], tf.float32) for i in self.layers])
+        return tf.stack([tf.cast(outputs[ENCODER_OUTPUTS][i], tf.float32) for i in self.layers])
 
     def extract(self, examples):
         """One batch of InputExamples -> list of (unique_id, tokens, float32 [len(layers), len(tokens), H])."""
@@ -80,7 +81,7 @@ class FeatureExtractor:
                               self.tokenizer.tokenize(e.text_b) if e.text_b is not None else None,
                               self.max_seq_length, self.tokenizer) for e in examples]
         arrays = [np.asarray([getattr(p, name) for p in packed], np.int32)
-                  for name in ("input_ids", "input_mask", "segment_ids")]
+                  for name in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)]
         values = self._forward(*arrays).numpy()
         return [(e.unique_id, p.tokens, values[:, row, : len(p.tokens)])
                 for row, (e, p) in enumerate(zip(examples, packed))]

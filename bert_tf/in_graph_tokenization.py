@@ -26,6 +26,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf import tokenization
+from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
 
 # Per code point, the table holds class bits (below) | lower-case row << _ROW_SHIFT.
 _DROP = 1  # removed by cleaning: U+0000, U+FFFD, Cc/Cf other than \t \n \r
@@ -335,9 +336,9 @@ class BertPacker(keras.layers.Layer):
         ids, types = tf.concat(ids, axis=1), tf.concat(types, axis=1)
         shape = [None, self.seq_length]
         return {
-            "input_ids": ids.to_tensor(self.pad_id, shape=shape),
-            "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),
-            "segment_ids": types.to_tensor(0, shape=shape),
+            INPUT_IDS: ids.to_tensor(self.pad_id, shape=shape),
+            INPUT_MASK: tf.ones_like(ids).to_tensor(0, shape=shape),
+            SEGMENT_IDS: types.to_tensor(0, shape=shape),
         }
 
     def compute_output_spec(self, inputs):
@@ -345,7 +346,7 @@ class BertPacker(keras.layers.Layer):
         first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
         shape = tuple(first.shape[:-1]) + (self.seq_length,)
         return {name: keras.KerasTensor(shape, "int32")
-                for name in ("input_ids", "input_mask", "segment_ids")}
+                for name in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)}
 
     @staticmethod
     def _fill(segment, value):

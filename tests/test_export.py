@@ -5,33 +5,24 @@ The exports and the fresh-process run are made once per test session and shared 
 (file locks); the client venv is built once per machine under ~/.cache.
 """
 
-import base64
-import json
 import os
-import re
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-import tensorflow_text
+import tensorflow_text  # noqa: F401 (registers the WordPiece op the SavedModels use)
 
 from bert_tf import BertConfig, BertEncoder, load_checkpoint, save_checkpoint
 from bert_tf.export import serving as export
-from bert_tf.data.packing import pack_tokens
-from bert_tf.modeling.encoder import INPUT_NAMES
+from bert_tf.feature_schema import INPUT_NAMES
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.tokenization import FullTokenizer
-from tests import tokenizer_data
-from tools.pinned_venv import build_once, pinned_venv_python
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLIENT = os.path.join(ROOT, "tests", "export_client.py")
-SEQ_LENGTH = 64
-BATCH_SIZE = 256
-ATOL = 1e-5
+from tests.helpers import tokenizer_data
+from tests.helpers.exports import (BATCH_SIZE, SEQ_LENGTH, assert_close, client_outputs, export_script,
+                                   listed_signatures, python_pack, run_client, run_model, serialized_example,
+                                   shared_dir, strings)
+from tools.pinned_venv import build_once
 PRETRAINER_TEXT_B = (None, "x", None, "")  # with the first 4 lines: singles and pairs in serve_examples
 LONG_TEXT = " ".join(tokenizer_data.corpus_lines()[:300])
 EDGE_CASES = ("", "   ", LONG_TEXT, "東京の天気は晴れです。北京欢迎你！서울", "emoji 😀👍🏽 family 👨‍👩‍👧 rocket🚀", "\x00",
@@ -60,69 +51,7 @@ def example_texts():
     return [(lines[7 * i], (None, "", lines[7 * i + 1], lines[7 * i + 2])[i % 4]) for i in range(24)]
 
 
-def serialized_features(**features):
-    """A serialized tf.train.Example with one bytes feature per keyword: name=[str or bytes, ...]."""
-    def strings(values):
-        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[
-            v if isinstance(v, bytes) else v.encode("utf-8") for v in values]))
-
-    return tf.train.Example(features=tf.train.Features(feature={
-        name: strings(values) for name, values in features.items()})).SerializeToString()
-
-
-def serialized_example(text_a, text_b=None, extra_b=()):
-    features = {} if text_a is None else {"text_a": [text_a]}
-    if text_b is not None:
-        features["text_b"] = [text_b, *extra_b]
-    return serialized_features(**features)
-
-
-def strings(values):
-    return {"strings": [base64.b64encode(v if isinstance(v, bytes) else v.encode("utf-8")).decode("ascii")
-                        for v in values]}
-
-
-def python_pack(tokenizer, pairs):
-    """FullTokenizer + pack_tokens on (text_a, text_b or None) pairs -> dict of int32 [B, SEQ_LENGTH]."""
-    packed = [pack_tokens(tokenizer.tokenize(a), None if b is None else tokenizer.tokenize(b), SEQ_LENGTH,
-                          tokenizer) for a, b in pairs]
-    return {name: np.array([getattr(p, name) for p in packed], np.int32) for name in INPUT_NAMES}
-
-
-def run_model(model, inputs, names):
-    """The in-process model on int32 [B, T] inputs, in batches of BATCH_SIZE -> {name: np array}."""
-    call = tf.function(lambda x: model(x, training=False))
-    batches = []
-    for start in range(0, len(inputs["input_ids"]), BATCH_SIZE):
-        outputs = call({k: tf.constant(v[start:start + BATCH_SIZE]) for k, v in inputs.items()})
-        batches.append({name: np.asarray(outputs[name]) for name in names})
-    return {name: np.concatenate([b[name] for b in batches]) for name in names}
-
-
-def assert_close(got, expected, what):
-    diff = float(np.max(np.abs(np.asarray(got) - np.asarray(expected))))
-    assert got.shape == expected.shape and diff <= ATOL, (
-        f"{what}: shapes {got.shape}/{expected.shape}, max diff {diff}")
-
-
 # ------------------------------------------------------------------------------------- shared resources
-
-def _shared_dir(tmp_path_factory, name):
-    """A directory shared by the xdist workers of this session (a private one without xdist)."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return str(tmp_path_factory.getbasetemp().parent / name)
-    return str(tmp_path_factory.mktemp("shared") / name)
-
-
-@pytest.fixture(scope="session")
-def client_python():
-    """The python of a venv with only tensorflow and tensorflow-text at this process's versions (no bert_tf),
-    built once per machine."""
-    key = (f"py{sys.version_info.major}.{sys.version_info.minor}-tensorflow{tf.__version__}-"
-           f"text{tensorflow_text.__version__}")
-    return pinned_venv_python(f"bert_tf_test_venv-{key}", [f"tensorflow=={tf.__version__}",
-                                                           f"tensorflow-text=={tensorflow_text.__version__}"], 1200)
-
 
 @pytest.fixture(scope="session")
 def minilm(minilm_dir):
@@ -136,12 +65,6 @@ def minilm(minilm_dir):
 @pytest.fixture(scope="session")
 def full_tokenizer(minilm):
     return FullTokenizer(minilm[1], do_lower_case=True)
-
-
-def export_script(*flags):
-    return subprocess.Popen([sys.executable, os.path.join(ROOT, "export_model.py"), *flags], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": ROOT})
 
 
 @pytest.fixture(scope="session")
@@ -165,7 +88,7 @@ def exports(tmp_path_factory, minilm_dir, minilm):
             output = script.communicate(timeout=600)[0]
             assert script.returncode == 0, output[-3000:]
 
-    return build_once(_shared_dir(tmp_path_factory, "exports"), build)
+    return build_once(shared_dir(tmp_path_factory, "exports"), build)
 
 
 @pytest.fixture(scope="session")
@@ -178,7 +101,7 @@ def pretrainer(exports, minilm):
 # ---------------------------------------------------------------------------------- the fresh process
 
 def client_requests(exports, full_tokenizer):
-    """Every request of the fresh-process run (see tests/export_client.py)."""
+    """Every request of the fresh-process run (see tests/helpers/export_client.py)."""
     serving, pretrainer = f"{exports}/serving/1", f"{exports}/pretrainer/1"
     preprocessor, hub_encoder = f"{exports}/hub/preprocessor", f"{exports}/hub/encoder"
     lines, pairs, examples = text_lines(), text_pairs(), example_texts()
@@ -239,54 +162,10 @@ def client_requests(exports, full_tokenizer):
     return requests
 
 
-def run_client(tmp_path_factory, name, client_python, make_requests):
-    """(outputs {request/output: array}, errors {request: message}) of one fresh-venv process answering
-    `make_requests()`, run once per session (shared directory `name`)."""
-    def build(directory):
-        requests_file = os.path.join(directory, "requests.json")
-        with open(requests_file, "w", encoding="utf-8") as f:
-            json.dump(make_requests(), f)
-        result = subprocess.run(
-            [client_python, "-I", CLIENT, requests_file, f"{directory}/outputs.npz", f"{directory}/errors.json"],
-            capture_output=True, text=True, timeout=900, cwd=directory,
-            env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "TF_CPP_MIN_LOG_LEVEL": "2"})
-        assert result.returncode == 0, result.stderr[-5000:]
-
-    directory = build_once(_shared_dir(tmp_path_factory, name), build)
-    with np.load(os.path.join(directory, "outputs.npz")) as data:
-        outputs = dict(data)
-    with open(os.path.join(directory, "errors.json"), encoding="utf-8") as f:
-        return outputs, json.load(f)
-
-
 @pytest.fixture(scope="session")
 def client(tmp_path_factory, exports, client_python, full_tokenizer):
     """(outputs {request/output: array}, errors {request: message}) of one fresh-venv process."""
     return run_client(tmp_path_factory, "client", client_python, lambda: client_requests(exports, full_tokenizer))
-
-
-def client_outputs(client, name):
-    return {key.split("/", 1)[1]: value for key, value in client[0].items() if key.startswith(name + "/")}
-
-
-def listed_signatures(*paths):
-    """`saved_model_cli show --all` of each SavedModel in `paths` (run in parallel), parsed: one
-    {signature: (method name, {(inputs|outputs, key): (dtype, shape)})} per path, without __saved_model_init_op."""
-    runs = [subprocess.Popen(["saved_model_cli", "show", "--dir", path, "--all"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True) for path in paths]
-    listings = []
-    for run in runs:
-        stdout, stderr = run.communicate(timeout=300)
-        assert run.returncode == 0, stderr[-3000:]
-        listed = {}
-        for block in stdout.split("signature_def[")[1:]:
-            name = block.split("'")[1]
-            if not name.startswith("__"):
-                listed[name] = re.search(r"Method name is: (\S+)", block).group(1), {
-                    (kind, key): (dtype, shape) for kind, key, dtype, shape in re.findall(
-                        r"(inputs|outputs)\['(\w+)'\] tensor_info:\s+dtype: (\w+)\s+shape: \(([-\d, ]*)\)", block)}
-        listings.append(listed)
-    return listings
 
 
 # ----------------------------------------------------------------------------------------------- tests

@@ -3,7 +3,7 @@
 Tiny BertClassifier (classification and regression), BertTokenClassifier and BertSpanLabeler models are
 saved as a fine-tuning run leaves them (output_dir/model.ckpt-N with the config embedded, and the
 `checkpoint` index file), exported by export_model.py from those directories alone, then loaded and called
-by the fresh tensorflow + tensorflow-text process of tests/test_export.py; every signature's outputs equal
+by the fresh tensorflow + tensorflow-text process of tests/helpers/export_client.py; every signature's outputs equal
 the in-process model's to 1e-5.
 """
 
@@ -17,26 +17,25 @@ import pytest
 import tensorflow as tf
 
 import bert_tf
-from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory, save_checkpoint
+from bert_tf import BertEncoder, load_checkpoint, run_directory, save_checkpoint
 from bert_tf.modeling.tasks.classifier import BertClassifier
-from bert_tf.modeling.encoder import INPUT_NAMES
+from bert_tf.feature_schema import INPUT_NAMES
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.modeling.tasks.task_model import BertTaskModel
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 from bert_tf.tokenization import FullTokenizer
-from tests import test_export
-from tests.test_export import (SEQ_LENGTH, _shared_dir, assert_close, client_outputs, export_script,
-                               listed_signatures, python_pack, run_client, run_model, serialized_example,
-                               serialized_features, strings)
+from tests.helpers.configs import tiny_config
+from tests.helpers.exports import (SEQ_LENGTH, assert_close, client_outputs, export_script, listed_signatures,
+                                   python_pack, run_client, run_model, serialized_example, serialized_features,
+                                   shared_dir, strings)
 from tools.pinned_venv import build_once
 
 WORDS = "the cat dog sat on mat ran fast who where is was in park big red paris john mary lives works at".split()
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *"abcdefghijklmnopqrstuvwxyz.,?!",
          *("##" + c for c in "abcdefghijklmnopqrstuvwxyz")]
-CONFIG = BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                    intermediate_size=37, max_position_embeddings=SEQ_LENGTH, type_vocab_size=2)
+CONFIG = tiny_config(vocab_size=len(VOCAB), max_position_embeddings=SEQ_LENGTH, type_vocab_size=2)
 CLASSES = ("contradiction", "entailment", "neutral")
 TAGS = ("O", "B-LOC", "B-PER", "I-LOC", "I-PER")
 MAX_ANSWER_LENGTH = 4
@@ -58,9 +57,6 @@ TEXT_SIGNATURES = {"serve_text": (("text_a",), [(a, None) for a in SENTENCES]),
 
 
 # ------------------------------------------------------------------------------------- shared resources
-
-client_python = test_export.client_python  # the fixture: one client venv per machine
-
 
 def make_model(task):
     if task == "squad":
@@ -97,7 +93,7 @@ def finetuned(tmp_path_factory):
             output = script.communicate(timeout=600)[0]
             assert script.returncode == 0, output[-3000:]
 
-    return build_once(_shared_dir(tmp_path_factory, "task_exports"), build)
+    return build_once(shared_dir(tmp_path_factory, "task_exports"), build)
 
 
 @pytest.fixture(scope="session")

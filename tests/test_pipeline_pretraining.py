@@ -13,7 +13,7 @@ from bert_tf.data.pretraining.corpus import CorpusReader
 from bert_tf.data.pretraining.masking import MaskingConfig, mask_tokens, num_to_predict
 from bert_tf.data.pretraining.pipeline import pretraining_dataset, record_stats
 from bert_tf.data.pretraining.instances import InstanceMaker, InstanceOptions
-from tests.sotu_speeches import prepared_corpus
+from tests.helpers.sotu_speeches import prepared_corpus
 from tools.original_bert import import_original
 
 SEQ, PREDICTIONS = 64, 10
@@ -125,8 +125,8 @@ def test_input_pipelines_read_disjoint_parts(masked_files, num_files):
 
 def unmasked(files):
     """The unmasked records as written, in file order: dict of numpy arrays."""
-    spec = {name: tf.io.FixedLenFeature([SEQ], tf.int64) for name in tfrecord.INT_FEATURES}
-    spec[tfrecord.NEXT_SENTENCE_LABELS] = tf.io.FixedLenFeature([1], tf.int64)
+    spec = {name: tf.io.FixedLenFeature([SEQ], tf.int64) for name in ("input_ids", "input_mask", "segment_ids")}
+    spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
     records = [r.numpy() for r in tf.data.TFRecordDataset(files)]
     return {name: value.numpy() for name, value in tf.io.parse_example(records, spec).items()}
 

@@ -8,9 +8,9 @@ import pytest
 import keras
 import tensorflow as tf
 
-from bert_tf import BertConfig
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
+from tests.helpers.configs import tiny_config
 from tools.original_bert import import_original
 
 BATCH, SEQ, PREDICTIONS = 5, 11, 3
@@ -18,10 +18,7 @@ BATCH, SEQ, PREDICTIONS = 5, 11, 3
 
 def relu_config(**overrides):
     """Tiny, all dimensions different; relu because the original's "gelu" is the tanh approximation."""
-    values = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                  intermediate_size=37, max_position_embeddings=64, type_vocab_size=3, hidden_act="relu")
-    values.update(overrides)
-    return BertConfig(**values)
+    return tiny_config(**{"hidden_act": "relu", **overrides})
 
 
 def features(seed=0, batch=BATCH):
@@ -150,7 +147,7 @@ def test_mlm_only_pretrainer(original_run):
     report = load_checkpoint(model, prefix)
     assert report.ignored["cls/seq_relationship/output_weights"] == "not part of this model"
     assert sorted(model(batch)) == ["masked_lm_logits"]
-    assert model.objective_terms == ("masked_lm",)
+    assert tuple(model.objective_metrics()) == ("masked_lm",)
     assert not any("pooler" in v.path for v in model.trainable_variables)  # nothing would train it
     assert not any(n.startswith("cls/seq_relationship") for n in model.checkpoint_variables())
 

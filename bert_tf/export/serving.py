@@ -45,7 +45,8 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import atomic_io
-from bert_tf.modeling.encoder import INPUT_NAMES
+from bert_tf.feature_schema import (ENCODER_OUTPUTS, INPUT_IDS, INPUT_NAMES, MASKED_LM_POSITIONS, POOLED_OUTPUT,
+                                    SEQUENCE_OUTPUT)
 from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer
 
 TEXT_A, TEXT_B = "text_a", "text_b"
@@ -88,9 +89,9 @@ class EncoderAdapter(ServingAdapter):
 
     def outputs(self, inputs):
         encoded = self.model(inputs, training=False)
-        return _float32({"pooled_output": encoded["pooled_output"],
-                         "sequence_output": encoded["sequence_output"],
-                         "encoder_outputs": tf.stack(encoded["encoder_outputs"], axis=1)})
+        return _float32({POOLED_OUTPUT: encoded[POOLED_OUTPUT],
+                         SEQUENCE_OUTPUT: encoded[SEQUENCE_OUTPUT],
+                         ENCODER_OUTPUTS: tf.stack(encoded[ENCODER_OUTPUTS], axis=1)})
 
 
 class PretrainerAdapter(ServingAdapter):
@@ -99,8 +100,8 @@ class PretrainerAdapter(ServingAdapter):
     text) and, with NSP, `next_sentence_logits` [B, 2] (index 0: B follows A)."""
 
     def outputs(self, inputs):
-        positions = tf.broadcast_to(tf.range(tf.shape(inputs["input_ids"])[1]), tf.shape(inputs["input_ids"]))
-        return _float32(self.model({**inputs, "masked_lm_positions": positions}, training=False))
+        positions = tf.broadcast_to(tf.range(tf.shape(inputs[INPUT_IDS])[1]), tf.shape(inputs[INPUT_IDS]))
+        return _float32(self.model({**inputs, MASKED_LM_POSITIONS: positions}, training=False))
 
 
 # ----------------------------------------------------------------------------------------- input checks
@@ -328,7 +329,7 @@ class HubEncoder(tf.__internal__.tracking.AutoTrackable):
     def _encode(self, inputs, training=False):
         encoded = self.model(_check_inputs(inputs, self.model.config), training=training)
         return {name: tf.nest.map_structure(lambda x: tf.cast(x, tf.float32), encoded[name])
-                for name in ("pooled_output", "sequence_output", "encoder_outputs")}
+                for name in (POOLED_OUTPUT, SEQUENCE_OUTPUT, ENCODER_OUTPUTS)}
 
     def _serve(self, input_ids, input_mask, segment_ids):
         return EncoderAdapter(self.model).outputs(_check_inputs(

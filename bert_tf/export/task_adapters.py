@@ -21,6 +21,7 @@ task's labels or its --label_list; run_ner.py: the training file's tags, sorted,
 import tensorflow as tf
 
 from bert_tf.export.serving import ServingAdapter, ServingModule, _float32, _text_specs
+from bert_tf.feature_schema import END_LOGITS, INPUT_IDS, INPUT_MASK, SEGMENT_IDS, START_LOGITS
 
 QUESTION, CONTEXT = "question", "context"
 
@@ -152,8 +153,8 @@ class SpanLabelerAdapter(ServingAdapter):
 
     def outputs(self, inputs):
         logits = _float32(self.model(inputs, training=False))
-        start, end, score = best_span(logits["start_logits"], logits["end_logits"], inputs["segment_ids"],
-                                      inputs["input_mask"], self.max_answer_length)
+        start, end, score = best_span(logits[START_LOGITS], logits[END_LOGITS], inputs[SEGMENT_IDS],
+                                      inputs[INPUT_MASK], self.max_answer_length)
         return {**logits, "answer_start": start, "answer_end": end, "answer_score": score}
 
     def serving_module(self, tokenizer, seq_length):
@@ -185,9 +186,9 @@ class SpanServingModule(ServingModule):
 
     def _outputs_with_inputs(self, inputs):
         outputs = super()._outputs_with_inputs(inputs)
-        positions = tf.range(tf.shape(inputs["input_ids"])[1])[tf.newaxis]
+        positions = tf.range(tf.shape(inputs[INPUT_IDS])[1])[tf.newaxis]
         in_answer = ((positions >= outputs["answer_start"][:, tf.newaxis])
-                     & (positions <= outputs["answer_end"][:, tf.newaxis]) & (inputs["segment_ids"] == 1))
-        pieces = tf.gather(tf.constant(self.preprocessor.tokenizer.vocab), inputs["input_ids"])
+                     & (positions <= outputs["answer_end"][:, tf.newaxis]) & (inputs[SEGMENT_IDS] == 1))
+        pieces = tf.gather(tf.constant(self.preprocessor.tokenizer.vocab), inputs[INPUT_IDS])
         text = tf.strings.reduce_join(tf.ragged.boolean_mask(pieces, in_answer), axis=1, separator=" ")
         return {**outputs, "answer": tf.strings.regex_replace(tf.strings.regex_replace(text, " ##", ""), "##", "")}

@@ -4,11 +4,11 @@ import keras
 from keras import ops
 
 from bert_tf.config import BertConfig
+from bert_tf.feature_schema import (ENCODER_OUTPUTS, INPUT_IDS, INPUT_MASK, INPUT_NAMES, POOLED_OUTPUT, SEGMENT_IDS,
+                                    SEQUENCE_OUTPUT)
 from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.layers.embeddings import BertEmbeddings
 from bert_tf.modeling.layers.transformer import BertTransformerLayer
-
-INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -59,14 +59,14 @@ class BertEncoder(keras.Model):
 
     def call(self, inputs, training=None, output_attention_probs=False):
         if not isinstance(inputs, dict):
-            inputs = {"input_ids": inputs}
+            inputs = {INPUT_IDS: inputs}
         unknown = set(inputs) - set(INPUT_NAMES)
-        if unknown or "input_ids" not in inputs:
+        if unknown or INPUT_IDS not in inputs:
             raise ValueError(f"BertEncoder inputs have keys {sorted(inputs)}; expected input_ids and "
                              "optionally input_mask, segment_ids")
-        input_ids = inputs["input_ids"]
-        input_mask = inputs.get("input_mask")
-        segment_ids = inputs.get("segment_ids")
+        input_ids = inputs[INPUT_IDS]
+        input_mask = inputs.get(INPUT_MASK)
+        segment_ids = inputs.get(SEGMENT_IDS)
         if input_mask is None:
             input_mask = ops.ones_like(input_ids)
         if segment_ids is None:
@@ -79,9 +79,9 @@ class BertEncoder(keras.Model):
             encoder_outputs.append(hidden)
             all_probs.append(probs)
         outputs = {
-            "sequence_output": hidden,
-            "pooled_output": self.pooler(hidden[:, 0, :]),
-            "encoder_outputs": encoder_outputs,
+            SEQUENCE_OUTPUT: hidden,
+            POOLED_OUTPUT: self.pooler(hidden[:, 0, :]),
+            ENCODER_OUTPUTS: encoder_outputs,
             "embedding_output": embedding_output,
         }
         if output_attention_probs:

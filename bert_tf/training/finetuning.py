@@ -23,6 +23,7 @@ from absl import logging
 from bert_tf import atomic_io, run_directory
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.data.tasks.pipeline import length_sorted_batches, make_dataset, num_examples
+from bert_tf.feature_schema import INPUT_IDS
 from bert_tf.training import loop, optimization
 
 
@@ -121,7 +122,7 @@ class FineTuner:
         if self._forward is None:
             self._forward = tf.function(lambda batch: self.model(batch, training=False),
                                         jit_compile=self.options.use_xla, reduce_retracing=True)
-        count, full_shape = num_examples(features), features["input_ids"].shape
+        count, full_shape = num_examples(features), features[INPUT_IDS].shape
         outputs = None
         for indexes, inputs in length_sorted_batches(features, batch_size):
             batch = self._forward(inputs).numpy()

@@ -6,10 +6,10 @@ steps_per_execution > 1 and with gradient accumulation (seen on 2 logical CPU de
 `steps_per_loop` steps; each step is `strategy.run(step)` on every replica, where the forward and backward
 pass is one `tf.function(jit_compile=use_xla)` per micro-batch and the optimizer update runs outside it.
 
-The model defines its objective (`objective_weights(features)`, `objective(features, outputs)`, see
-`bert_tf.modeling.tasks.pretrainer.BertPretrainer`). Each loss term is normalised by its weight summed over the *global*
-batch (all replicas, all micro-batches) before the backward pass, so one device, N replicas and N
-accumulation steps compute the same gradient. Gradients are summed over the replicas, then clipped by their
+The model is an `ObjectiveModel` (bert_tf/modeling/tasks/objective.py): it defines its loss terms
+(`objective_weights(features)`, `objective(features, outputs)`). Each term is normalised by its weight
+summed over the *global* batch (all replicas, all micro-batches) before the backward pass, so one device,
+N replicas and N accumulation steps compute the same gradient. Gradients are summed over the replicas, then clipped by their
 global norm, then applied.
 
 The layout of `model_dir` and the rules that keep it consistent under kills are `bert_tf.run_directory`'s:
@@ -30,6 +30,7 @@ from absl import logging
 from tensorflow.core.framework import summary_pb2
 
 from bert_tf import atomic_io, checkpoints, run_directory
+from bert_tf.feature_schema import INPUT_IDS
 from bert_tf.training import distribute
 
 
@@ -330,7 +331,7 @@ class Trainer:
             if value < 1:
                 raise ValueError(f"{name}={value} must be >= 1")
         dataset = dataset_fn(self.input_context(), self.per_worker_batch_size)
-        seq_length = dataset.element_spec["input_ids"].shape[-1]
+        seq_length = dataset.element_spec[INPUT_IDS].shape[-1]
         iterator = iter(dataset)
         state_dir = os.path.join(model_dir, run_directory.STATE_DIR)
         data_dir = os.path.join(state_dir, f"data_worker_{self._worker}")

@@ -13,6 +13,8 @@ import operator
 import struct
 
 from bert_tf.data.pretraining import records as tfrecord
+from bert_tf.feature_schema import (INPUT_IDS, INPUT_MASK, MASKED_LM_IDS, MASKED_LM_POSITIONS, MASKED_LM_WEIGHTS,
+                                    NEXT_SENTENCE_LABELS, SEGMENT_IDS)
 
 
 def _varint(value):
@@ -49,8 +51,7 @@ class PretrainingExampleEncoder:
         # Varints of every id and of every length a field can have (values take at most 5 bytes each).
         self._varints = [_varint(i) for i in range(max(vocab_size, 5 * max_seq_length + 64))]
         self._keys = {name: _field(1, name.encode()) for name in
-                      tfrecord.INT_FEATURES + tfrecord.MASKED_LM_INT_FEATURES
-                      + (tfrecord.MASKED_LM_WEIGHTS, tfrecord.NEXT_SENTENCE_LABELS)}
+                      tfrecord.ALL_FEATURES}
         self._cache = {}  # entries that depend on lengths only
         # The largest record: every id and position takes its longest varint.
         self.max_record_bytes = len(self.encode([vocab_size - 1] * max_seq_length, 1, True,
@@ -68,15 +69,15 @@ class PretrainingExampleEncoder:
         key = (name, length_a, length_b)
         entry = self._cache.get(key)
         if entry is None:
-            if name == "input_mask":
+            if name == INPUT_MASK:
                 packed = b"\1" * length_a + b"\0" * (self.max_seq_length - length_a)
-            elif name == "segment_ids":
+            elif name == SEGMENT_IDS:
                 packed = b"\0" * length_a + b"\1" * length_b + b"\0" * (self.max_seq_length - length_a - length_b)
-            elif name == "masked_lm_weights":
+            elif name == MASKED_LM_WEIGHTS:
                 packed = struct.pack("<f", 1.0) * length_a + b"\0\0\0\0" * (self.max_predictions_per_seq - length_a)
             else:  # next_sentence_labels
                 packed = self._varints[length_a]
-            entry = self._cache[key] = self._entry(name, packed, float_list=name == "masked_lm_weights")
+            entry = self._cache[key] = self._entry(name, packed, float_list=name == MASKED_LM_WEIGHTS)
         return entry
 
     def encode(self, ids, len_a, is_random_next, positions=None, labels=None):
@@ -92,18 +93,18 @@ class PretrainingExampleEncoder:
         varints = self._varints
         entries = [
             # itemgetter(*ids) returns a tuple for 2 or more ids (an instance has at least 5).
-            self._entry("input_ids", b"".join(operator.itemgetter(*ids)(varints))
+            self._entry(INPUT_IDS, b"".join(operator.itemgetter(*ids)(varints))
                         + b"\0" * (self.max_seq_length - len(ids))),
-            self._cached_entry("input_mask", len(ids), 0),
-            self._cached_entry("segment_ids", len_a + 2, len(ids) - len_a - 2),
+            self._cached_entry(INPUT_MASK, len(ids), 0),
+            self._cached_entry(SEGMENT_IDS, len_a + 2, len(ids) - len_a - 2),
         ]
         if positions is not None:
             pad = b"\0" * (self.max_predictions_per_seq - len(positions))
             entries += [
-                self._entry("masked_lm_positions", b"".join(map(varints.__getitem__, positions)) + pad),
-                self._entry("masked_lm_ids", b"".join(map(varints.__getitem__, labels)) + pad),
-                self._cached_entry("masked_lm_weights", len(positions), 0),
+                self._entry(MASKED_LM_POSITIONS, b"".join(map(varints.__getitem__, positions)) + pad),
+                self._entry(MASKED_LM_IDS, b"".join(map(varints.__getitem__, labels)) + pad),
+                self._cached_entry(MASKED_LM_WEIGHTS, len(positions), 0),
             ]
-        entries.append(self._cached_entry("next_sentence_labels", int(is_random_next), 0))
+        entries.append(self._cached_entry(NEXT_SENTENCE_LABELS, int(is_random_next), 0))
         body = b"".join(entries)
         return b"\x0a" + varints[len(body)] + body

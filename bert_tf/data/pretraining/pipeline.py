@@ -1,4 +1,4 @@
-"""tf.data input pipelines.
+"""The tf.data input of pretraining.
 
 Pretraining records (`pretraining_dataset`): the original's 7-feature records (written by this project's or
 Google's `create_pretraining_data.py`), or unmasked 4-feature records (`--dynamic_masking`) masked in the
@@ -13,8 +13,10 @@ import tensorflow as tf
 from bert_tf.data import record_framing
 from bert_tf.data.pretraining import records as tfrecord
 from bert_tf.data.pretraining.instances import PretrainingStats
+from bert_tf.feature_schema import (INPUT_IDS, INPUT_MASK, INPUT_NAMES, MASKED_LM_IDS, MASKED_LM_POSITIONS,
+                                    MASKED_LM_WEIGHTS, NEXT_SENTENCE_LABELS)
 
-UNMASKED_FEATURES = tfrecord.INT_FEATURES + (tfrecord.NEXT_SENTENCE_LABELS,)
+UNMASKED_FEATURES = INPUT_NAMES + (NEXT_SENTENCE_LABELS,)
 
 
 def expand_record_patterns(input_patterns):
@@ -53,23 +55,23 @@ def check_records(files, max_seq_length, max_predictions_per_seq, vocab_size, ma
     max_id = 0
     for record in records:
         features = tf.train.Example.FromString(record).features.feature
-        if "input_ids" not in features:
+        if INPUT_IDS not in features:
             raise ValueError(f"{files[0]}: not pretraining records (features {sorted(features)})")
-        lengths = {"input_ids": max_seq_length}
+        lengths = {INPUT_IDS: max_seq_length}
         if masked:
-            lengths[tfrecord.MASKED_LM_INT_FEATURES[0]] = max_predictions_per_seq
+            lengths[MASKED_LM_POSITIONS] = max_predictions_per_seq
         for name, expected in lengths.items():
             if name not in features:
                 raise ValueError(f"{files[0]}: records have no {name}; they are unmasked records "
                                  "(create_pretraining_data --dynamic_masking): pass --dynamic_masking")
             found = len(features[name].int64_list.value)
             if found != expected:
-                flag = "max_seq_length" if name == "input_ids" else "max_predictions_per_seq"
+                flag = "max_seq_length" if name == INPUT_IDS else "max_predictions_per_seq"
                 raise ValueError(f"{files[0]}: records have {name} of length {found} but --{flag}={expected}; "
                                  "pass the value the data was created with")
-        if not masked and tfrecord.MASKED_LM_INT_FEATURES[0] in features:
+        if not masked and MASKED_LM_POSITIONS in features:
             raise ValueError(f"{files[0]}: records are already masked; drop --dynamic_masking")
-        max_id = max(max_id, max(features["input_ids"].int64_list.value))
+        max_id = max(max_id, max(features[INPUT_IDS].int64_list.value))
     if max_id >= vocab_size:
         raise ValueError(f"{files[0]}: token id {max_id} but the config's vocab_size={vocab_size}; the "
                          "records were made with another vocab")
@@ -171,7 +173,7 @@ def dynamic_masking_fn(config):
     max_predictions_per_seq = config.max_predictions_per_seq
 
     def mask(features, seed):
-        ids, input_mask = features["input_ids"], features["input_mask"]
+        ids, input_mask = features[INPUT_IDS], features[INPUT_MASK]
         batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
         word_seed, decision_seed, random_id_seed = tf.unstack(
             tf.random.experimental.stateless_split(seed, num=3))
@@ -215,10 +217,10 @@ def dynamic_masking_fn(config):
                                                  dtype=tf.int32)
         replacement = tf.where(decision < 0.8, config.mask_id, tf.where(decision < 0.9, ids, random_ids))
         features = dict(features)
-        features["input_ids"] = tf.where(selected, replacement, ids)
-        features["masked_lm_positions"] = positions
-        features["masked_lm_ids"] = labels
-        features["masked_lm_weights"] = tf.cast(valid, tf.float32)
+        features[INPUT_IDS] = tf.where(selected, replacement, ids)
+        features[MASKED_LM_POSITIONS] = positions
+        features[MASKED_LM_IDS] = labels
+        features[MASKED_LM_WEIGHTS] = tf.cast(valid, tf.float32)
         return features
 
     return mask
@@ -237,15 +239,15 @@ def record_stats(input_patterns, max_seq_length, max_predictions_per_seq, mask_i
     dataset = pretraining_dataset(input_patterns, batch_size, max_seq_length, max_predictions_per_seq,
                                   is_training=False)
     for batch in dataset.as_numpy_iterator():
-        length = batch["input_mask"].sum(axis=1)
-        weights = batch["masked_lm_weights"] > 0
-        at_positions = np.take_along_axis(batch["input_ids"], batch["masked_lm_positions"], axis=1)
+        length = batch[INPUT_MASK].sum(axis=1)
+        weights = batch[MASKED_LM_WEIGHTS] > 0
+        at_positions = np.take_along_axis(batch[INPUT_IDS], batch[MASKED_LM_POSITIONS], axis=1)
         stats.instances += len(length)
         stats.tokens += int(length.sum())
         stats.short += int((length < max_seq_length).sum())
-        stats.random_next += int(batch["next_sentence_labels"].sum())
+        stats.random_next += int(batch[NEXT_SENTENCE_LABELS].sum())
         stats.masked += int(weights.sum())
         stats.by_mask += int((weights & (at_positions == mask_id)).sum())
-        stats.kept += int((weights & (at_positions == batch["masked_lm_ids"])).sum())
+        stats.kept += int((weights & (at_positions == batch[MASKED_LM_IDS])).sum())
     stats.by_random = stats.masked - stats.by_mask - stats.kept
     return stats

@@ -6,17 +6,20 @@ imported inside the functions: data-creation worker processes use only the names
 
 import numpy as np
 
-INT_FEATURES = ("input_ids", "input_mask", "segment_ids")  # [max_seq_length] int64
-MASKED_LM_INT_FEATURES = ("masked_lm_positions", "masked_lm_ids")  # [max_predictions_per_seq] int64
-MASKED_LM_WEIGHTS = "masked_lm_weights"  # [max_predictions_per_seq] float32
-NEXT_SENTENCE_LABELS = "next_sentence_labels"  # [1] int64: 1 = random next, 0 = actual next
+from bert_tf.feature_schema import (INPUT_NAMES, MASKED_LM_IDS, MASKED_LM_POSITIONS, MASKED_LM_WEIGHTS,
+                                    NEXT_SENTENCE_LABELS)
+
+# In the records: INPUT_NAMES [max_seq_length] int64, these two [max_predictions_per_seq] int64,
+# MASKED_LM_WEIGHTS [max_predictions_per_seq] float32, NEXT_SENTENCE_LABELS [1] int64.
+MASKED_LM_INT_FEATURES = (MASKED_LM_POSITIONS, MASKED_LM_IDS)
+ALL_FEATURES = INPUT_NAMES + MASKED_LM_INT_FEATURES + (MASKED_LM_WEIGHTS, NEXT_SENTENCE_LABELS)
 
 
 def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
     """The original's `name_to_features` for `tf.io.parse_single_example` / `parse_example`."""
     import tensorflow as tf
 
-    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in INT_FEATURES}
+    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in INPUT_NAMES}
     spec.update({name: tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
                  for name in MASKED_LM_INT_FEATURES})
     spec[MASKED_LM_WEIGHTS] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32)
@@ -35,6 +38,6 @@ def serialize_pretraining_example(features):
         return tf.train.Feature(float_list=tf.train.FloatList(value=np.asarray(values, np.float32).tolist()))
 
     fields = {name: int_feature(features[name])
-              for name in INT_FEATURES + MASKED_LM_INT_FEATURES + (NEXT_SENTENCE_LABELS,)}
+              for name in ALL_FEATURES if name != MASKED_LM_WEIGHTS}
     fields[MASKED_LM_WEIGHTS] = float_feature(features[MASKED_LM_WEIGHTS])
     return tf.train.Example(features=tf.train.Features(feature=fields)).SerializeToString()

@@ -28,11 +28,12 @@ from absl import logging
 from bert_tf import atomic_io
 from bert_tf.data import record_framing
 from bert_tf.data.squad import examples as squad
+from bert_tf.feature_schema import (DOC_SPAN_INDEX, END_POSITIONS, EXAMPLE_INDEX, INPUT_IDS, INPUT_MASK, INPUT_NAMES,
+                                    IS_IMPOSSIBLE, SEGMENT_IDS, SPAN_LABELS, START_POSITIONS, TOKENS,
+                                    TOKEN_IS_MAX_CONTEXT, TOKEN_TO_ORIG_MAP, UNIQUE_IDS)
 
 CACHE_FORMAT_VERSION = 1
 TRAINING_SHUFFLE_SEED = 12345  # the original shuffles the training examples with random.Random(12345)
-INPUT_FEATURES = ("input_ids", "input_mask", "segment_ids")
-LABEL_FEATURES = ("start_positions", "end_positions")
 
 
 @dataclasses.dataclass
@@ -63,20 +64,20 @@ def _ints(fields, name):
 
 def serialize_features(feature, is_training):
     """A SquadFeatures -> serialized tf.train.Example bytes (training or prediction record, see module)."""
-    fields = {"unique_ids": _int_feature([feature.unique_id])}
-    fields.update({name: _int_feature(getattr(feature, name)) for name in INPUT_FEATURES})
+    fields = {UNIQUE_IDS: _int_feature([feature.unique_id])}
+    fields.update({name: _int_feature(getattr(feature, name)) for name in INPUT_NAMES})
     if is_training:
-        fields["start_positions"] = _int_feature([feature.start_position])
-        fields["end_positions"] = _int_feature([feature.end_position])
-        fields["is_impossible"] = _int_feature([int(feature.is_impossible)])
+        fields[START_POSITIONS] = _int_feature([feature.start_position])
+        fields[END_POSITIONS] = _int_feature([feature.end_position])
+        fields[IS_IMPOSSIBLE] = _int_feature([int(feature.is_impossible)])
     else:
         count = len(feature.tokens)
-        fields["example_index"] = _int_feature([feature.example_index])
-        fields["doc_span_index"] = _int_feature([feature.doc_span_index])
-        fields["tokens"] = tf.train.Feature(
+        fields[EXAMPLE_INDEX] = _int_feature([feature.example_index])
+        fields[DOC_SPAN_INDEX] = _int_feature([feature.doc_span_index])
+        fields[TOKENS] = tf.train.Feature(
             bytes_list=tf.train.BytesList(value=[t.encode("utf-8") for t in feature.tokens]))
-        fields["token_to_orig_map"] = _int_feature([feature.token_to_orig_map.get(i, -1) for i in range(count)])
-        fields["token_is_max_context"] = _int_feature(
+        fields[TOKEN_TO_ORIG_MAP] = _int_feature([feature.token_to_orig_map.get(i, -1) for i in range(count)])
+        fields[TOKEN_IS_MAX_CONTEXT] = _int_feature(
             [int(feature.token_is_max_context.get(i, False)) for i in range(count)])
     return tf.train.Example(features=tf.train.Features(feature=fields)).SerializeToString()
 
@@ -86,29 +87,29 @@ def read_prediction_features(record_file):
     features = []
     for raw in tf.data.TFRecordDataset(record_file).as_numpy_iterator():
         fields = tf.train.Example.FromString(raw).features.feature
-        if "tokens" not in fields:
+        if TOKENS not in fields:
             raise ValueError(f"{record_file}: not a prediction record file (no 'tokens' feature); was it "
                              "written for training?")
-        orig_map = _ints(fields, "token_to_orig_map")
-        max_context = _ints(fields, "token_is_max_context")
+        orig_map = _ints(fields, TOKEN_TO_ORIG_MAP)
+        max_context = _ints(fields, TOKEN_IS_MAX_CONTEXT)
         features.append(squad.SquadFeatures(
-            unique_id=_ints(fields, "unique_ids")[0], example_index=_ints(fields, "example_index")[0],
-            doc_span_index=_ints(fields, "doc_span_index")[0],
-            tokens=[t.decode("utf-8") for t in fields["tokens"].bytes_list.value],
+            unique_id=_ints(fields, UNIQUE_IDS)[0], example_index=_ints(fields, EXAMPLE_INDEX)[0],
+            doc_span_index=_ints(fields, DOC_SPAN_INDEX)[0],
+            tokens=[t.decode("utf-8") for t in fields[TOKENS].bytes_list.value],
             token_to_orig_map={i: w for i, w in enumerate(orig_map) if w >= 0},
             token_is_max_context={i: bool(m) for i, (w, m) in enumerate(zip(orig_map, max_context)) if w >= 0},
-            input_ids=_ints(fields, "input_ids"), input_mask=_ints(fields, "input_mask"),
-            segment_ids=_ints(fields, "segment_ids")))
+            input_ids=_ints(fields, INPUT_IDS), input_mask=_ints(fields, INPUT_MASK),
+            segment_ids=_ints(fields, SEGMENT_IDS)))
     return features
 
 
 def feature_spec(max_seq_length, is_training):
     """{name: FixedLenFeature} of what the model reads: the inputs and `unique_ids`, plus the labels for
     training."""
-    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in INPUT_FEATURES}
-    spec["unique_ids"] = tf.io.FixedLenFeature([], tf.int64)
+    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in INPUT_NAMES}
+    spec[UNIQUE_IDS] = tf.io.FixedLenFeature([], tf.int64)
     if is_training:
-        spec.update({name: tf.io.FixedLenFeature([], tf.int64) for name in LABEL_FEATURES})
+        spec.update({name: tf.io.FixedLenFeature([], tf.int64) for name in SPAN_LABELS})
     return spec
 
 

@@ -18,6 +18,7 @@ from absl import logging
 
 from bert_tf.data.pretraining.corpus import parse_json_object, read_lines
 from bert_tf.data.packing import pack_tokens
+from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS
 
 TRUNCATIONS = ("head", "tail", "head+tail")
 FORMATS = ("tsv", "csv", "jsonl")
@@ -299,7 +300,7 @@ def convert_examples(examples, labels, max_seq_length, tokenizer, truncation="he
       regression; 0 for examples without a label), "is_real_example": int32 [N] (ones)}.
     """
     label_map = {label: i for i, label in enumerate(labels)}
-    columns = {k: [] for k in ("input_ids", "input_mask", "segment_ids", "label_ids")}
+    columns = {k: [] for k in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, LABEL_IDS)}
     for index, example in enumerate(examples):
         tokens_a = tokenizer.tokenize(example.text_a)
         tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
@@ -310,19 +311,19 @@ def convert_examples(examples, labels, max_seq_length, tokenizer, truncation="he
             tokens_b = None
             tokens_a = truncate_single(tokens_a, max_seq_length - 2, truncation)
         packed = pack_tokens(tokens_a, tokens_b, max_seq_length, tokenizer)
-        for key in ("input_ids", "input_mask", "segment_ids"):
+        for key in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS):
             columns[key].append(getattr(packed, key))
         if example.label is None:
-            columns["label_ids"].append(0)
+            columns[LABEL_IDS].append(0)
         elif labels:
             if example.label not in label_map:
                 raise ValueError(f"{example.guid}: label {example.label!r} is not one of {list(labels)}")
-            columns["label_ids"].append(label_map[example.label])
+            columns[LABEL_IDS].append(label_map[example.label])
         else:
-            columns["label_ids"].append(float(example.label))
+            columns[LABEL_IDS].append(float(example.label))
         if index < 2:
-            logging.info("Example %s: %s -> label %s", example.guid, " ".join(packed.tokens), columns["label_ids"][-1])
-    features = {k: np.asarray(v, np.int32).reshape(-1, max_seq_length) for k, v in columns.items() if k != "label_ids"}
-    features["label_ids"] = np.asarray(columns["label_ids"], np.int32 if labels else np.float32)
-    features["is_real_example"] = np.ones(len(examples), np.int32)
+            logging.info("Example %s: %s -> label %s", example.guid, " ".join(packed.tokens), columns[LABEL_IDS][-1])
+    features = {k: np.asarray(v, np.int32).reshape(-1, max_seq_length) for k, v in columns.items() if k != LABEL_IDS}
+    features[LABEL_IDS] = np.asarray(columns[LABEL_IDS], np.int32 if labels else np.float32)
+    features[IS_REAL_EXAMPLE] = np.ones(len(examples), np.int32)
     return features

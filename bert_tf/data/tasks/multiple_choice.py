@@ -12,6 +12,7 @@ import numpy as np
 
 from bert_tf.data.tasks.classification import read_rows
 from bert_tf.data.packing import pack_tokens
+from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS
 
 
 @dataclasses.dataclass
@@ -65,7 +66,7 @@ def convert_examples(examples, max_seq_length, tokenizer):
     num_choices = {len(e.endings) for e in examples}
     if len(num_choices) != 1:
         raise ValueError(f"examples have different numbers of choices: {sorted(num_choices)}")
-    columns = {k: [] for k in ("input_ids", "input_mask", "segment_ids")}
+    columns = {k: [] for k in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)}
     for example in examples:
         context = tokenizer.tokenize(example.context)
         for ending in example.endings:
@@ -74,6 +75,6 @@ def convert_examples(examples, max_seq_length, tokenizer):
                 values.append(getattr(packed, key))
     shape = (len(examples), num_choices.pop(), max_seq_length)
     features = {k: np.asarray(v, np.int32).reshape(shape) for k, v in columns.items()}
-    features["label_ids"] = np.asarray([e.label or 0 for e in examples], np.int32)
-    features["is_real_example"] = np.ones(len(examples), np.int32)
+    features[LABEL_IDS] = np.asarray([e.label or 0 for e in examples], np.int32)
+    features[IS_REAL_EXAMPLE] = np.ones(len(examples), np.int32)
     return features

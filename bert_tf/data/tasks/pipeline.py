@@ -8,8 +8,7 @@ distributed loop (`bert_tf.training.loop.Trainer`) both take.
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.tasks.tagging import IGNORE_LABEL
-from bert_tf.modeling.encoder import INPUT_NAMES
+from bert_tf.feature_schema import IGNORE_LABEL, INPUT_MASK, INPUT_NAMES, LABEL_IDS
 
 # Trimmed batches are cut to a multiple of this many positions (fewer distinct shapes to trace/compile).
 TRIM_MULTIPLE = 8
@@ -33,7 +32,7 @@ def pad_to_multiple(features, multiple):
         return features, count
     padded = {}
     for key, values in features.items():
-        fill = IGNORE_LABEL if key == "label_ids" and values.ndim > 1 else 0
+        fill = IGNORE_LABEL if key == LABEL_IDS and values.ndim > 1 else 0
         padded[key] = np.concatenate([values, np.full((extra,) + values.shape[1:], fill, values.dtype)])
     return padded, count
 
@@ -70,11 +69,11 @@ def make_dataset(features, batch_size, training, seed=None, input_context=None, 
 
 def _trim_batch(batch):
     """A batch of feature dicts with its per-token features cut to the longest example (see make_dataset)."""
-    mask = batch["input_mask"]
+    mask = batch[INPUT_MASK]
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1))
     width = tf.minimum(tf.shape(mask)[-1], -(-tf.maximum(longest, 1) // TRIM_MULTIPLE) * TRIM_MULTIPLE)
-    token_level = {*INPUT_NAMES, *(["label_ids"] if batch.get("label_ids") is not None
-                                   and batch["label_ids"].shape.rank == mask.shape.rank else [])}
+    token_level = {*INPUT_NAMES, *([LABEL_IDS] if batch.get(LABEL_IDS) is not None
+                                   and batch[LABEL_IDS].shape.rank == mask.shape.rank else [])}
     return {k: v[..., :width] if k in token_level else v for k, v in batch.items()}
 
 
@@ -89,7 +88,7 @@ def length_sorted_batches(features, batch_size):
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be >= 1")
     count = num_examples(features)
-    mask = features["input_mask"]
+    mask = features[INPUT_MASK]
     lengths = mask.reshape(count, -1, mask.shape[-1]).sum(axis=-1).max(axis=-1)
     order = np.argsort(lengths, kind="stable")
     for start in range(0, count, batch_size):

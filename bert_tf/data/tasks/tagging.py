@@ -17,8 +17,8 @@ from absl import logging
 
 from bert_tf import atomic_io
 from bert_tf.data.pretraining.corpus import read_lines
+from bert_tf.feature_schema import IGNORE_LABEL, INPUT_IDS, INPUT_MASK, IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS
 
-IGNORE_LABEL = -100
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")
 
 
@@ -102,9 +102,9 @@ def convert_sentences(sentences, labels, max_seq_length, tokenizer):
     check_tags(sentences, labels)
     label_map = {label: i for i, label in enumerate(labels)}
     n = len(sentences)
-    features = {k: np.zeros((n, max_seq_length), np.int32) for k in ("input_ids", "input_mask", "segment_ids")}
-    features["label_ids"] = np.full((n, max_seq_length), IGNORE_LABEL, np.int32)
-    features["is_real_example"] = np.ones(n, np.int32)
+    features = {k: np.zeros((n, max_seq_length), np.int32) for k in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)}
+    features[LABEL_IDS] = np.full((n, max_seq_length), IGNORE_LABEL, np.int32)
+    features[IS_REAL_EXAMPLE] = np.ones(n, np.int32)
     word_positions, truncated_words = [], 0
     for row, sentence in enumerate(sentences):
         tokens, positions, label_ids = ["[CLS]"], [], [IGNORE_LABEL]
@@ -120,9 +120,9 @@ def convert_sentences(sentences, labels, max_seq_length, tokenizer):
         tokens.append("[SEP]")
         label_ids.append(IGNORE_LABEL)
         length = len(tokens)
-        features["input_ids"][row, :length] = tokenizer.convert_tokens_to_ids(tokens)
-        features["input_mask"][row, :length] = 1
-        features["label_ids"][row, :length] = label_ids
+        features[INPUT_IDS][row, :length] = tokenizer.convert_tokens_to_ids(tokens)
+        features[INPUT_MASK][row, :length] = 1
+        features[LABEL_IDS][row, :length] = label_ids
         word_positions.append(positions)
     if truncated_words:
         logging.warning("%d word(s) did not fit in max_seq_length=%d and are predicted O", truncated_words,

@@ -3,7 +3,9 @@
 import keras
 from keras import ops
 
-from bert_tf.modeling.tasks.task_model import LABEL_KEY, BertTaskModel, cross_entropy_and_hits
+from bert_tf.feature_schema import LABEL_IDS, POOLED_OUTPUT
+from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
+from bert_tf.modeling.tasks.task_model import BertTaskModel
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -36,16 +38,16 @@ class BertClassifier(BertTaskModel):
         return {"regression": ("loss",)} if self.is_regression else {"classification": ("loss", "accuracy")}
 
     def call(self, inputs, training=None):
-        return self.head(self.encode(inputs, training)["pooled_output"], training=training)
+        return self.head(self.encode(inputs, training)[POOLED_OUTPUT], training=training)
 
     def objective_weights(self, features):
         return {term: self.example_weights(features) for term in self.objective_metrics()}
 
     def objective(self, features, outputs):
         if self.is_regression:
-            error = outputs[:, 0] - ops.cast(ops.reshape(features[LABEL_KEY], (-1,)), "float32")
+            error = outputs[:, 0] - ops.cast(ops.reshape(features[LABEL_IDS], (-1,)), "float32")
             return {"regression": {"loss": ops.square(error)}}
-        loss, hits = cross_entropy_and_hits(ops.reshape(features[LABEL_KEY], (-1,)), outputs)
+        loss, hits = cross_entropy_and_hits(ops.reshape(features[LABEL_IDS], (-1,)), outputs)
         return {"classification": {"loss": loss, "accuracy": hits}}
 
     def get_config(self):

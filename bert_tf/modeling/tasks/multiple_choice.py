@@ -3,8 +3,9 @@
 import keras
 from keras import ops
 
-from bert_tf.modeling.encoder import INPUT_NAMES
-from bert_tf.modeling.tasks.task_model import LABEL_KEY, BertTaskModel, cross_entropy_and_hits
+from bert_tf.feature_schema import INPUT_IDS, INPUT_NAMES, LABEL_IDS, POOLED_OUTPUT
+from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
+from bert_tf.modeling.tasks.task_model import BertTaskModel
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -26,14 +27,14 @@ class BertMultipleChoice(BertTaskModel):
         return {"choice": ("loss", "accuracy")}
 
     def call(self, inputs, training=None):
-        shape = ops.shape(inputs["input_ids"])
+        shape = ops.shape(inputs[INPUT_IDS])
         flat = {k: ops.reshape(inputs[k], (-1, shape[-1])) for k in INPUT_NAMES if k in inputs}
-        scores = self.head(self.encode(flat, training)["pooled_output"], training=training)
+        scores = self.head(self.encode(flat, training)[POOLED_OUTPUT], training=training)
         return ops.reshape(scores, (-1, shape[1]))
 
     def objective_weights(self, features):
         return {"choice": self.example_weights(features)}
 
     def objective(self, features, outputs):
-        loss, hits = cross_entropy_and_hits(ops.reshape(features[LABEL_KEY], (-1,)), outputs)
+        loss, hits = cross_entropy_and_hits(ops.reshape(features[LABEL_IDS], (-1,)), outputs)
         return {"choice": {"loss": loss, "accuracy": hits}}

@@ -3,9 +3,10 @@
 import keras
 from keras import ops
 
-from bert_tf.modeling.tasks.task_model import BertTaskModel, cross_entropy_and_hits
+from bert_tf.feature_schema import END_LOGITS, INPUT_IDS, SEQUENCE_OUTPUT, SPAN_LABELS, START_LOGITS
+from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
+from bert_tf.modeling.tasks.task_model import BertTaskModel
 
-LABEL_NAMES = ("start_positions", "end_positions")
 HEAD_SCOPE = "cls/squad/"
 
 
@@ -41,18 +42,18 @@ class BertSpanLabeler(BertTaskModel):
         return {"span": ("loss", "accuracy")}
 
     def call(self, inputs, training=None):
-        if not isinstance(inputs, dict) or "input_ids" not in inputs:
+        if not isinstance(inputs, dict) or INPUT_IDS not in inputs:
             raise ValueError(f"BertSpanLabeler inputs must be a dict with input_ids, input_mask, segment_ids; got "
                              f"{sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__}")
-        logits = self.head(self.encode(inputs, training)["sequence_output"], training=training)
-        return {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
+        logits = self.head(self.encode(inputs, training)[SEQUENCE_OUTPUT], training=training)
+        return {START_LOGITS: logits[..., 0], END_LOGITS: logits[..., 1]}
 
-    @staticmethod
-    def _features(x, y):
+    def objective_features(self, x, y):
+        """Keras hook: `x` with the labels `y` ({start_positions, end_positions}) added."""
         features = dict(x)
         if isinstance(y, dict):
             features.update(y)
-        missing = [name for name in LABEL_NAMES if name not in features]
+        missing = [name for name in SPAN_LABELS if name not in features]
         if missing:
             raise ValueError(f"no labels {missing}: pass them in x or as y={{'start_positions': ..., "
                              "'end_positions': ...}} (int [B])")
@@ -66,8 +67,8 @@ class BertSpanLabeler(BertTaskModel):
     def objective(self, features, outputs):
         """{"span": {"loss": cross-entropy float32 [2B], "accuracy": 1.0 where the argmax is right [2B]}},
         starts first, aligned with `objective_weights`."""
-        labels = ops.concatenate([ops.reshape(features[name], (-1,)) for name in LABEL_NAMES], axis=0)
-        logits = ops.concatenate([outputs["start_logits"], outputs["end_logits"]], axis=0)
+        labels = ops.concatenate([ops.reshape(features[name], (-1,)) for name in SPAN_LABELS], axis=0)
+        logits = ops.concatenate([outputs[START_LOGITS], outputs[END_LOGITS]], axis=0)
         loss, hits = cross_entropy_and_hits(labels, logits)
         return {"span": {"loss": loss, "accuracy": hits}}
 

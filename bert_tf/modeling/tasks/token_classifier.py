@@ -3,9 +3,10 @@
 import keras
 from keras import ops
 
-from bert_tf.modeling.tasks.task_model import LABEL_KEY, BertTaskModel, cross_entropy_and_hits
+from bert_tf.feature_schema import IGNORE_LABEL, LABEL_IDS, SEQUENCE_OUTPUT
+from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
+from bert_tf.modeling.tasks.task_model import BertTaskModel
 
-IGNORE_LABEL = -100
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -30,16 +31,16 @@ class BertTokenClassifier(BertTaskModel):
         return {"tagging": ("loss", "accuracy")}
 
     def call(self, inputs, training=None):
-        return self.head(self.encode(inputs, training)["sequence_output"], training=training)
+        return self.head(self.encode(inputs, training)[SEQUENCE_OUTPUT], training=training)
 
     def objective_weights(self, features):
-        labels = features[LABEL_KEY]
+        labels = features[LABEL_IDS]
         weights = ops.cast(ops.not_equal(labels, IGNORE_LABEL), "float32")
         weights *= self.example_weights(features)[:, None]
         return {"tagging": ops.reshape(weights, (-1,))}
 
     def objective(self, features, outputs):
-        loss, hits = cross_entropy_and_hits(ops.reshape(features[LABEL_KEY], (-1,)),
+        loss, hits = cross_entropy_and_hits(ops.reshape(features[LABEL_IDS], (-1,)),
                                             ops.reshape(outputs, (-1, self.num_labels)))
         return {"tagging": {"loss": loss, "accuracy": hits}}
 

@@ -1,0 +1,88 @@
+"""ObjectiveModel: what the training loop needs from a model, written down once.
+
+Every trainable model of bert_tf (BertPretrainer and the fine-tuning task models) is an ObjectiveModel, so
+that Keras `compile(optimizer)` + `fit` / `evaluate` on one device and the distributed loop
+(`bert_tf.training.loop.Trainer`) compute the same loss and metrics from the same three methods:
+
+  objective_metrics()               {term: metric names}, e.g. {"masked_lm": ("loss", "accuracy")}
+  objective_weights(features)       {term: float32 [N]}: each prediction's weight, from the features alone
+                                    (0 for padding and ignored positions), so a distributed loop can sum them
+                                    over the global batch before the backward pass
+  objective(features, outputs)      {term: {metric: float32 [N]}}, aligned with the weights; "loss" is each
+                                    prediction's loss, "accuracy" 1.0 where its argmax is right
+
+The loss is, per term, the weighted mean of "loss" over the predictions, summed over the terms; a metric is
+reported as `<term>_<metric>` (masked_lm_accuracy, next_sentence_loss, classification_accuracy, ...), the
+weighted mean of its values.
+"""
+
+import keras
+from keras import ops
+
+
+class ObjectiveModel(keras.Model):
+    """Base of every trainable bert_tf model: the objective contract above and the Keras hooks built on it.
+
+    Subclasses define `call`, `objective_metrics`, `objective_weights` and `objective`; `objective_features`
+    (x, y) -> features is the hook that lets Keras pass labels as `y`.
+    """
+
+    def objective_metrics(self):
+        """{term: metric names}: what `objective` returns, e.g. {"classification": ("loss", "accuracy")}."""
+        raise NotImplementedError
+
+    def objective_weights(self, features):
+        """{term: float32 [N]}: each prediction's weight, from `features` alone."""
+        raise NotImplementedError
+
+    def objective(self, features, outputs):
+        """{term: {metric: float32 [N]}}: each prediction's loss and metric values, aligned with the weights."""
+        raise NotImplementedError
+
+    def objective_features(self, x, y):
+        """The features dict that `objective_weights` / `objective` read, from Keras' `x` and `y`."""
+        return x
+
+    def objective_loss(self, features, outputs):
+        """float32 scalar: per term the weighted mean loss, summed over the terms."""
+        weights, terms = self.objective_weights(features), self.objective(features, outputs)
+        return sum(ops.divide_no_nan(ops.sum(weights[t] * terms[t]["loss"]), ops.sum(weights[t])) for t in terms)
+
+    # ---------------------------------------------------------------------------------------- Keras hooks
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras `fit` hook: `objective_loss` of one batch."""
+        return self.objective_loss(self.objective_features(x, y), y_pred)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        """Keras `fit`/`evaluate` hook: updates every `<term>_<metric>` mean."""
+        features = self.objective_features(x, y)
+        weights, terms = self.objective_weights(features), self.objective(features, y_pred)
+        for term, values in terms.items():
+            for metric, value in values.items():
+                self._objective_tracker(f"{term}_{metric}").update_state(value, sample_weight=weights[term])
+        return self.get_metrics_result()
+
+    def _objective_tracker(self, name):
+        trackers = {tracker.name: tracker for tracker in self._objective_trackers}
+        if name not in trackers:
+            raise ValueError(f"{type(self).__name__}.objective returned {name}, which objective_metrics() does "
+                             f"not declare ({', '.join(trackers)})")
+        return trackers[name]
+
+    def create_objective_trackers(self):
+        """The Keras metrics of `objective_metrics()`: subclasses call it at the end of `__init__`, once their
+        own attributes decide the terms (metric variables must exist before `fit` traces a step)."""
+        self._objective_trackers = [keras.metrics.Mean(name=f"{term}_{metric}")
+                                    for term, metrics in self.objective_metrics().items() for metric in metrics]
+
+
+def cross_entropy_and_hits(labels, logits):
+    """labels int [...], logits float32 [..., C] -> (cross-entropy float32 [...], 1.0 where argmax == label).
+
+    Labels outside [0, C) (IGNORE_LABEL, padding) are clipped into range so that the loss stays finite:
+    give them weight 0."""
+    labels = ops.clip(ops.cast(labels, "int32"), 0, ops.shape(logits)[-1] - 1)
+    loss = ops.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+    hits = ops.cast(ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), labels), "float32")
+    return loss, hits
