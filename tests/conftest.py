@@ -1,4 +1,6 @@
-"""Shared fixtures: the repository root on sys.path (for tools/), the real MiniLM checkpoint, tiny configs."""
+"""Shared fixtures: the repository root on sys.path (for tools/), the real MiniLM checkpoint, the tiny config,
+and the data and model directories that several test modules use. Shared helper functions and constants are
+in tests/helpers/."""
 
 import os
 import sys
@@ -9,8 +11,8 @@ sys.path.insert(0, ROOT)
 
 import pytest  # noqa: E402
 
-from bert_tf import BertConfig  # noqa: E402
 from bert_tf.tokenization import FullTokenizer  # noqa: E402
+from tests.helpers import configs  # noqa: E402
 from tools import pypi_data  # noqa: E402
 
 
@@ -39,7 +41,50 @@ def google_minilm(minilm_dir, tmp_path_factory):
 
 @pytest.fixture
 def tiny_config():
-    """All dimensions differ, so a transposed axis cannot pass by accident."""
-    return BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                      intermediate_size=37, max_position_embeddings=64, type_vocab_size=3,
-                      hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+    """configs.tiny_config(): all dimensions differ, so a transposed axis cannot pass by accident."""
+    return configs.tiny_config()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, minilm_dir):
+    """Flags {vocab_file, bert_config_file, init_checkpoint} of a tiny model (the real uncased vocab, 2 layers
+    of 32, seeded weights) for the fine-tuning scripts (read only)."""
+    from tests.helpers import finetuning_scripts
+
+    return finetuning_scripts.make_tiny_model_dir(tmp_path_factory.mktemp("tiny_bert"),
+                                                  os.path.join(minilm_dir, "vocab.txt"))
+
+
+@pytest.fixture(scope="session")
+def pretraining_data(tmp_path_factory):
+    """Sentence-per-line SOTU text, records made by Google's original create_pretraining_data.py from it, the
+    tiny config and the MiniLM vocab (pretraining_script.make_pretraining_data; read only)."""
+    from tests.helpers import pretraining_script
+
+    return pretraining_script.make_pretraining_data(tmp_path_factory.mktemp("pretraining"))
+
+
+@pytest.fixture(scope="session")
+def training_records(tmp_path_factory):
+    """400 pretraining instances from real text (seq 32, 5 predictions), MiniLM vocab (read only)."""
+    from tests.helpers import pretraining_records
+
+    return pretraining_records.write_records(tmp_path_factory.mktemp("records") / "train.tfrecord", 400)
+
+
+@pytest.fixture(scope="module")
+def squad_setup(tmp_path_factory):
+    """(directory, run_squad.py flags): cloze SQuAD 2.0 files and the tiny model's config
+    (squad_fixtures.make_squad_setup). Tests write their outputs into the directory, one module's own."""
+    from tests.helpers import squad_fixtures
+
+    return squad_fixtures.make_squad_setup(tmp_path_factory.mktemp("run_squad"))
+
+
+@pytest.fixture(scope="session")
+def client_python():
+    """The python of a venv with only tensorflow and tensorflow-text at this process's versions (no bert_tf),
+    built once per machine."""
+    from tests.helpers import exports
+
+    return exports.client_venv_python()

@@ -15,7 +15,7 @@ import pytest
 from bert_tf import BertConfig, atomic_io
 from bert_tf.data.squad import records as squad_records
 from bert_tf.extraction import write_features
-from tests import small_disk as small_disk_module
+from tests.helpers import small_disk as small_disk_module
 
 NO_SPACE = os.strerror(errno.ENOSPC)  # 'No space left on device'
 

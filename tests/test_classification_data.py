@@ -7,7 +7,7 @@ import pytest
 
 from bert_tf.data.tasks import classification
 from bert_tf.data.tasks.classification import ColumnProcessor, InputExample
-from tests.original_classifier import original_run_classifier
+from tests.helpers.original_classifier import original_run_classifier
 from tools.original_bert import import_original
 
 

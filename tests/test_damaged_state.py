@@ -11,17 +11,17 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import run_directory
-from tests.test_training_loop import dataset_fn, make_trainer, records  # noqa: F401 (a fixture)
+from tests.helpers.training import dataset_fn, make_trainer
 
 STEPS = 6  # states at 2, 4, 6
 
 
 @pytest.fixture(scope="module")
-def trained(records, tmp_path_factory):  # noqa: F811 (the fixture imported above)
+def trained(training_records, tmp_path_factory):
     """A model_dir trained for 6 steps, a state every 2, and its final weights."""
     model_dir = str(tmp_path_factory.mktemp("trained"))
     trainer = make_trainer(8, STEPS)
-    trainer.train(dataset_fn(records), model_dir, STEPS, 2, 2)
+    trainer.train(dataset_fn(training_records), model_dir, STEPS, 2, 2)
     return model_dir, {n: v.numpy() for n, v in trainer.model.checkpoint_variables().items()}
 
 
@@ -53,20 +53,20 @@ DAMAGE = {
 }
 
 
-def resume(records, model_dir, caplog):  # noqa: F811
+def resume(training_records, model_dir, caplog):
     trainer = make_trainer(8, STEPS)
     with caplog.at_level(logging.INFO, logger="absl"):
-        trainer.train(dataset_fn(records), model_dir, STEPS, 2, 2)
+        trainer.train(dataset_fn(training_records), model_dir, STEPS, 2, 2)
     return trainer, [r.getMessage() for r in caplog.records]
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
-def test_damaged_newest_state_resumes_from_the_previous_one(trained, records, tmp_path, caplog, damage):  # noqa: F811
+def test_damaged_newest_state_resumes_from_the_previous_one(trained, training_records, tmp_path, caplog, damage):
     original, final_weights = trained
     model_dir = str(tmp_path / "out")
     shutil.copytree(original, model_dir)
     DAMAGE[damage](model_dir)
-    trainer, messages = resume(records, model_dir, caplog)
+    trainer, messages = resume(training_records, model_dir, caplog)
     warnings = [m for m in messages if m.startswith("Damaged training state")]
     assert len(warnings) == 1 and state(model_dir, 6, "") in warnings[0], messages
     assert any(m == f"Resumed from {state(model_dir, 4, '')} at step 4" for m in messages), messages
@@ -79,21 +79,21 @@ def test_damaged_newest_state_resumes_from_the_previous_one(trained, records, tm
         np.testing.assert_allclose(value.numpy(), final_weights[name], rtol=1e-6, atol=1e-7, err_msg=name)
 
 
-def test_garbage_checkpoint_file_is_not_trusted(trained, records, tmp_path, caplog):  # noqa: F811
+def test_garbage_checkpoint_file_is_not_trusted(trained, training_records, tmp_path, caplog):
     """The state's `checkpoint` index file is not what resume reads: garbage there changes nothing."""
     original, final_weights = trained
     model_dir = str(tmp_path / "out")
     shutil.copytree(original, model_dir)
     with open(os.path.join(model_dir, run_directory.STATE_DIR, "checkpoint"), "w") as f:
         f.write("\x00garbage {{{ not a proto\n")
-    trainer, messages = resume(records, model_dir, caplog)
+    trainer, messages = resume(training_records, model_dir, caplog)
     assert f"Resumed from {state(model_dir, 6, '')} at step 6" in messages
     assert not any(m.startswith("Damaged") for m in messages)
     for name, value in trainer.model.checkpoint_variables().items():
         np.testing.assert_array_equal(value.numpy(), final_weights[name], err_msg=name)
 
 
-def test_no_intact_state_is_an_error_and_deletes_nothing(trained, records, tmp_path):  # noqa: F811
+def test_no_intact_state_is_an_error_and_deletes_nothing(trained, training_records, tmp_path):
     original, _ = trained
     model_dir = str(tmp_path / "out")
     shutil.copytree(original, model_dir)
@@ -102,5 +102,5 @@ def test_no_intact_state_is_an_error_and_deletes_nothing(trained, records, tmp_p
     before = sorted(os.listdir(os.path.join(model_dir, run_directory.STATE_DIR)))
     with pytest.raises(ValueError, match=r"training_state holds no intact training state to resume from: .*"
                                          r"ckpt-6: .*ckpt-4: .*ckpt-2: .*Move it away to start again from step 0"):
-        make_trainer(8, STEPS).train(dataset_fn(records), model_dir, STEPS, 2, 2)
+        make_trainer(8, STEPS).train(dataset_fn(training_records), model_dir, STEPS, 2, 2)
     assert sorted(os.listdir(os.path.join(model_dir, run_directory.STATE_DIR))) == before

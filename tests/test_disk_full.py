@@ -2,17 +2,16 @@
 disk's error, no traceback, nothing half-written left behind, and nothing that a later run would trust."""
 
 import errno
-import json
 import os
 import subprocess
 import sys
 
 import pytest
 
-from tests import pretraining_records, small_disk
-from tests.sotu_speeches import SPEECHES
-from tests.test_finetuning_scripts import model_dir  # noqa: F401 (a fixture)
 from bert_tf.data.pretraining.corpus import prepare_corpus
+from tests.helpers import pretraining_records, small_disk
+from tests.helpers.configs import script_config, write_config
+from tests.helpers.sotu_speeches import SPEECHES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NO_SPACE = os.strerror(errno.ENOSPC)
@@ -61,8 +60,7 @@ def test_create_pretraining_data_on_a_full_disk(tmp_path, minilm_dir, workers):
 
 def test_run_pretraining_on_a_full_disk(tmp_path):
     records = pretraining_records.write_records(tmp_path / "train.tfrecord", 32)
-    config = tmp_path / "bert_config.json"
-    config.write_text(json.dumps(dict(vocab_size=30522, **pretraining_records.TINY)))
+    config = write_config(tmp_path / "bert_config.json", script_config())
     flags = dict(input_file=records, bert_config_file=config, max_seq_length=32, max_predictions_per_seq=5,
                  do_train=True, train_batch_size=8, num_train_steps=2, num_warmup_steps=1,
                  save_checkpoints_steps=2, iterations_per_loop=1)
@@ -73,14 +71,14 @@ def test_run_pretraining_on_a_full_disk(tmp_path):
         assert_no_state_to_resume_from(disk)
 
 
-def test_run_classifier_on_a_full_disk(tmp_path, model_dir):  # noqa: F811 (the fixture imported above)
+def test_run_classifier_on_a_full_disk(tmp_path, tiny_model_dir):
     rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
             "ham\tok thanks"]
     data = tmp_path / "data"
     data.mkdir()
     (data / "train.tsv").write_text("\n".join(rows) + "\n")
     with small_disk.mounted(tmp_path / "disk", "2m") as disk:
-        code, log = run("run_classifier.py", **model_dir, task_name="custom", text_a_column="message",
+        code, log = run("run_classifier.py", **tiny_model_dir, task_name="custom", text_a_column="message",
                         data_dir=data, output_dir=disk, do_train=True, max_seq_length=32, train_batch_size=2,
                         num_train_epochs=1)
         assert_one_disk_error(code, log, os.path.join(disk, "training_state"))
@@ -88,10 +86,11 @@ def test_run_classifier_on_a_full_disk(tmp_path, model_dir):  # noqa: F811 (the 
         assert_no_state_to_resume_from(disk)
 
 
-def test_export_model_on_a_full_disk(tmp_path, model_dir):  # noqa: F811
+def test_export_model_on_a_full_disk(tmp_path, tiny_model_dir):
     with small_disk.mounted(tmp_path / "disk", "1m") as disk:  # the tiny model's SavedModel takes ~4 MB
-        code, log = run("export_model.py", vocab_file=model_dir["vocab_file"],
-                        bert_config_file=model_dir["bert_config_file"], init_checkpoint=model_dir["init_checkpoint"],
+        code, log = run("export_model.py", vocab_file=tiny_model_dir["vocab_file"],
+                        bert_config_file=tiny_model_dir["bert_config_file"],
+                        init_checkpoint=tiny_model_dir["init_checkpoint"],
                         max_seq_length=16, export_dir=disk)
         assert_one_disk_error(code, log, os.path.join(disk, "1"))
         assert small_disk.all_files(disk) == []  # no partial version folder for TF Serving to load

@@ -1,9 +1,6 @@
 """extract_features.py, run as a separate process with the original README's flags, on the real MiniLM."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,25 +8,10 @@ import pytest
 from bert_tf import BertConfig, BertEncoder
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.tokenization import FullTokenizer
+from tests.helpers.extract_features_script import MAX_SEQ_LENGTH, readme_flags, run_script
 from tools import pypi_data
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAYERS = [-1, -2, -3, -4]
-MAX_SEQ_LENGTH = 32
-
-
-def run_script(*flags):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "extract_features.py"), *flags],
-                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-
-
-def readme_flags(model_dir, input_file, output_file, **overrides):
-    flags = {"input_file": input_file, "output_file": output_file, "vocab_file": f"{model_dir}/vocab.txt",
-             "bert_config_file": f"{model_dir}/bert_config.json",
-             "init_checkpoint": f"{model_dir}/bert_model.ckpt", "layers": "-1,-2,-3,-4",
-             "max_seq_length": str(MAX_SEQ_LENGTH), "batch_size": "8"}
-    flags.update(overrides)
-    return [f"--{k}={v}" for k, v in flags.items()]
 
 
 @pytest.fixture(scope="module")

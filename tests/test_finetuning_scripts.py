@@ -1,61 +1,19 @@
 """run_classifier.py, run_ner.py and run_swag.py end to end, as separate processes, on a tiny model (the real
 uncased vocab, 2 layers of 32) for a few steps: every task family, every output file, bad input."""
 
-import json
-import os
 import re
-import subprocess
-import sys
 
-import keras
 import numpy as np
 import pytest
 
-from bert_tf import BertConfig, BertEncoder, save_checkpoint
-from tests.test_glue_tasks import GLUE
-from tests.test_multiple_choice_data import HEADER as SWAG_HEADER, ROWS as SWAG_ROWS
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-            max_position_embeddings=64, type_vocab_size=2)
+from tests.helpers.finetuning_scripts import results, run, write_files
+from tests.helpers.task_data import GLUE, SWAG_HEADER, SWAG_ROWS
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory, minilm_dir):
-    directory = tmp_path_factory.mktemp("tiny_bert")
-    (directory / "bert_config.json").write_text(json.dumps(TINY))
-    keras.utils.set_random_seed(0)  # the same initial weights in every session: training runs are reproducible
-    encoder = BertEncoder(BertConfig(**TINY))
-    encoder.build()
-    save_checkpoint(encoder, str(directory / "bert_model.ckpt"))
-    return {"vocab_file": os.path.join(minilm_dir, "vocab.txt"), "bert_config_file": directory / "bert_config.json",
-            "init_checkpoint": directory / "bert_model.ckpt"}
-
-
-def run(script, model_dir, **flags):
-    flags = {**model_dir, "max_seq_length": 32, "train_batch_size": 2, "num_train_epochs": 1, **flags}
-    args = [f"--{k}={v}" for k, v in flags.items()]
-    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-
-
-def results(output_dir):
-    with open(os.path.join(output_dir, "eval_results.txt"), encoding="utf-8") as f:
-        return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
-
-
-def write_files(directory, files):
-    for name, text in files.items():
-        path = directory / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return directory
-
-
-def test_mnli_train_eval_predict_then_eval_from_the_fine_tuned_checkpoint(model_dir, tmp_path):
+def test_mnli_train_eval_predict_then_eval_from_the_fine_tuned_checkpoint(tiny_model_dir, tmp_path):
     data = write_files(tmp_path, {k[len("MNLI/"):]: v for k, v in GLUE.items() if k.startswith("MNLI/")})
     out = tmp_path / "out"
-    done = run("run_classifier.py", model_dir, task_name="MNLI", data_dir=data, output_dir=out, do_train=True,
+    done = run("run_classifier.py", tiny_model_dir, task_name="MNLI", data_dir=data, output_dir=out, do_train=True,
                do_eval=True, do_predict=True, train_batch_size=1, num_train_epochs=2)
     assert done.returncode == 0, done.stderr[-3000:]
     trained = results(out)
@@ -66,19 +24,19 @@ def test_mnli_train_eval_predict_then_eval_from_the_fine_tuned_checkpoint(model_
     assert probabilities.shape == (1, 3) and abs(probabilities.sum() - 1) < 1e-6
     assert (out / "test_mismatched_results.tsv").exists()
     assert (out / "MNLI-mm.tsv").read_text().splitlines()[0] == "index\tprediction"
-    again = run("run_classifier.py", model_dir, task_name="mnli", data_dir=data, output_dir=out, do_eval=True)
+    again = run("run_classifier.py", tiny_model_dir, task_name="mnli", data_dir=data, output_dir=out, do_eval=True)
     assert again.returncode == 0, again.stderr[-3000:]
     assert results(out) == pytest.approx(trained)
 
 
-def test_stsb_regression(model_dir, tmp_path):
+def test_stsb_regression(tiny_model_dir, tmp_path):
     header, row = GLUE["STS-B/train.tsv"].splitlines()[:2]
     rows = [row.replace("\t5.000", f"\t{score:.3f}").replace("A plane", f"Plane {i}")
             for i, score in enumerate([0.0, 1.5, 2.0, 3.2, 4.4, 5.0])]
     data = write_files(tmp_path, {"train.tsv": "\n".join([header] + rows) + "\n",
                                   "dev.tsv": "\n".join([header] + rows[:4]) + "\n",
                                   "test.tsv": GLUE["STS-B/test.tsv"]})
-    done = run("run_classifier.py", model_dir, task_name="STS-B", data_dir=data, output_dir=tmp_path / "out",
+    done = run("run_classifier.py", tiny_model_dir, task_name="STS-B", data_dir=data, output_dir=tmp_path / "out",
                do_train=True, do_eval=True, do_predict=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert set(results(tmp_path / "out")) == {"eval_loss", "eval_pearson", "eval_spearman", "global_step", "loss"}
@@ -88,12 +46,12 @@ def test_stsb_regression(model_dir, tmp_path):
         float((tmp_path / "out" / "test_results.tsv").read_text()), abs=1e-3)
 
 
-def test_custom_task_from_own_files(model_dir, tmp_path):
+def test_custom_task_from_own_files(tiny_model_dir, tmp_path):
     rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
             "ham\tok thanks", "ham\tcall me later"]
     data = write_files(tmp_path, {"train.tsv": "\n".join(rows) + "\n", "dev.tsv": "\n".join(rows[:4]) + "\n",
                                   "test.tsv": "message\nfree cash\nhello\n"})
-    done = run("run_classifier.py", model_dir, task_name="custom", text_a_column="message", data_dir=data,
+    done = run("run_classifier.py", tiny_model_dir, task_name="custom", text_a_column="message", data_dir=data,
                output_dir=tmp_path / "out", do_train=True, do_eval=True, do_predict=True, truncation="head+tail")
     assert done.returncode == 0, done.stderr[-3000:]
     assert {"eval_accuracy", "eval_f1_spam", "eval_f1_ham", "eval_macro_f1"} <= set(results(tmp_path / "out"))
@@ -101,12 +59,12 @@ def test_custom_task_from_own_files(model_dir, tmp_path):
     assert (tmp_path / "out" / "labels.txt").read_text() == "ham\nspam\n"  # sorted training labels, for export
 
 
-def test_best_checkpoint_and_early_stopping(model_dir, tmp_path):
+def test_best_checkpoint_and_early_stopping(tiny_model_dir, tmp_path):
     rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
             "ham\tok thanks", "ham\tcall me later", "spam\tfree cash now", "ham\tsee you"]
     data = write_files(tmp_path, {"train.tsv": "\n".join(rows) + "\n", "dev.tsv": "\n".join(rows[:5]) + "\n"})
     out = tmp_path / "out"
-    done = run("run_classifier.py", model_dir, task_name="custom", text_a_column="message", data_dir=data,
+    done = run("run_classifier.py", tiny_model_dir, task_name="custom", text_a_column="message", data_dir=data,
                output_dir=out, do_train=True, num_train_epochs=4, save_checkpoints_steps=2, best_metric="eval_loss",
                early_stopping_patience=2, learning_rate=0.5, seed=1)  # a learning rate that makes the dev loss worse
     assert done.returncode == 0, done.stderr[-3000:]
@@ -119,20 +77,20 @@ def test_best_checkpoint_and_early_stopping(model_dir, tmp_path):
     assert best["global_step"] == best_step and (out / "best" / f"model.ckpt-{best_step}.index").exists()
     assert best["eval_loss"] == pytest.approx(evaluations[best_step], rel=1e-5)
     assert (out / "best" / "labels.txt").read_text() == "ham\nspam\n"
-    again = run("run_classifier.py", model_dir, task_name="custom", text_a_column="message", data_dir=data,
+    again = run("run_classifier.py", tiny_model_dir, task_name="custom", text_a_column="message", data_dir=data,
                 output_dir=tmp_path / "from_best", do_eval=True, init_checkpoint=out / "best")
     assert again.returncode == 0, again.stderr[-3000:]
     assert results(tmp_path / "from_best")["eval_loss"] == pytest.approx(best["eval_loss"], rel=1e-5)
     assert results(tmp_path / "from_best")["global_step"] == best_step  # the step of best/, not 0
-    bad = run("run_classifier.py", model_dir, task_name="custom", text_a_column="message", data_dir=data,
+    bad = run("run_classifier.py", tiny_model_dir, task_name="custom", text_a_column="message", data_dir=data,
               output_dir=tmp_path / "bad", do_train=True, best_metric="eval_nothing")
     assert bad.returncode == 1 and "--best_metric=eval_nothing is not an evaluation result" in bad.stderr
 
 
-def test_ner(model_dir, tmp_path):
+def test_ner(tiny_model_dir, tmp_path):
     sentences = ("Paris B-geo-loc\nis O\nnice O\n\nI O\nmet O\nAnna B-person\nSmith I-person\n\n")
     data = write_files(tmp_path, {"train.txt": sentences * 2, "dev.txt": sentences, "test.txt": "Hello\nBerlin\n"})
-    done = run("run_ner.py", model_dir, data_dir=data, output_dir=tmp_path / "out", do_train=True, do_eval=True,
+    done = run("run_ner.py", tiny_model_dir, data_dir=data, output_dir=tmp_path / "out", do_train=True, do_eval=True,
                do_predict=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert set(results(tmp_path / "out")) == {"eval_precision", "eval_recall", "eval_f1", "eval_accuracy",
@@ -143,11 +101,11 @@ def test_ner(model_dir, tmp_path):
             if line] == ["Hello", "Berlin"]
 
 
-def test_swag(model_dir, tmp_path):
+def test_swag(tiny_model_dir, tmp_path):
     test = SWAG_HEADER.replace(",label", "") + SWAG_ROWS.replace(",0\n", "\n").replace(",2\n", "\n")
     data = write_files(tmp_path, {"train.csv": SWAG_HEADER + SWAG_ROWS * 2, "val.csv": SWAG_HEADER + SWAG_ROWS,
                                   "test.csv": test})
-    done = run("run_swag.py", model_dir, data_dir=data, output_dir=tmp_path / "out", do_train=True, do_eval=True,
+    done = run("run_swag.py", tiny_model_dir, data_dir=data, output_dir=tmp_path / "out", do_train=True, do_eval=True,
                do_predict=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert set(results(tmp_path / "out")) == {"eval_accuracy", "eval_loss", "global_step", "loss"}
@@ -155,7 +113,7 @@ def test_swag(model_dir, tmp_path):
     assert probabilities.shape == (2, 4) and np.allclose(probabilities.sum(1), 1)
 
 
-def test_bad_input(model_dir, tmp_path):
-    done = run("run_classifier.py", model_dir, task_name="glue", data_dir=tmp_path, output_dir=tmp_path / "out",
+def test_bad_input(tiny_model_dir, tmp_path):
+    done = run("run_classifier.py", tiny_model_dir, task_name="glue", data_dir=tmp_path, output_dir=tmp_path / "out",
                do_train=True)
     assert done.returncode == 1 and "Error: unknown task 'glue'" in done.stderr

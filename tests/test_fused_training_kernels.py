@@ -10,7 +10,7 @@ import tensorflow as tf
 from bert_tf import BertEncoder
 from bert_tf.modeling.layers.activations import gelu, gelu_for_training
 from bert_tf.modeling.layers.layer_norm import BertLayerNorm
-from tests.test_modeling import random_inputs
+from tests.helpers.model_inputs import random_inputs
 
 
 def values_and_gradients(function, x, variables=(), output_gradient=None):

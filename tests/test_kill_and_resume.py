@@ -3,10 +3,9 @@ the `checkpoint` index, the dev evaluation, the best/ swap, at random times), th
 every rerun must end as a run that was never interrupted, with the same final weights, `checkpoint`
 naming the final step, best/ holding the best evaluated step, and the same dev evaluations.
 
-Each killed run is a real process killed by SIGKILL (tests/kill_at.py picks the moment); the rerun is the
-plain script."""
+Each killed run is a real process killed by SIGKILL (tests/helpers/kill_at.py picks the moment); the rerun is
+the plain script."""
 
-import json
 import os
 import random
 import signal
@@ -18,11 +17,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests import pretraining_records, small_disk
-from tests.test_finetuning_scripts import TINY, model_dir  # noqa: F401 (a fixture)
+from tests.helpers import pretraining_records, small_disk
+from tests.helpers.configs import script_config, write_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KILL_AT = os.path.join(ROOT, "tests", "kill_at.py")
+KILL_AT = os.path.join(ROOT, "tests", "helpers", "kill_at.py")
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 # A case is one or two moments: the first kills a run of the command, the second (counting the events of the
@@ -155,8 +154,7 @@ def kill_then_rerun(command, case):
 def pretraining(tmp_path_factory):
     directory = tmp_path_factory.mktemp("kill_pretraining")
     records = pretraining_records.write_records(directory / "train.tfrecord", 64)
-    config = directory / "bert_config.json"
-    config.write_text(json.dumps(dict(vocab_size=30522, **pretraining_records.TINY)))
+    config = write_config(directory / "bert_config.json", script_config())
 
     return uninterrupted(directory, "run_pretraining.py", {
         "input_file": records, "bert_config_file": config, "max_seq_length": 32, "max_predictions_per_seq": 5,
@@ -177,7 +175,7 @@ def test_pretraining_killed_then_rerun_ends_as_an_uninterrupted_run(pretraining,
 # ------------------------------------------------------------------------------------------- fine-tuning
 
 @pytest.fixture(scope="module")
-def finetuning(tmp_path_factory, model_dir):  # noqa: F811 (the fixture imported above)
+def finetuning(tmp_path_factory, tiny_model_dir):
     directory = tmp_path_factory.mktemp("kill_finetuning")
     rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
             "ham\tok thanks", "ham\tcall me later", "spam\tfree cash now", "ham\tsee you"]
@@ -186,7 +184,7 @@ def finetuning(tmp_path_factory, model_dir):  # noqa: F811 (the fixture imported
     (data / "train.tsv").write_text("\n".join(rows[:1] + rows[1:] * 3) + "\n")  # 21 examples
     (data / "dev.tsv").write_text("\n".join(rows[:6]) + "\n")
     return uninterrupted(directory, "run_classifier.py", {
-        **model_dir, "task_name": "custom", "text_a_column": "message", "data_dir": data, "do_train": True,
+        **tiny_model_dir, "task_name": "custom", "text_a_column": "message", "data_dir": data, "do_train": True,
         "do_eval": True, "max_seq_length": 32, "train_batch_size": 7, "num_train_epochs": 2,
         "save_checkpoints_steps": 2, "iterations_per_loop": 1, "best_metric": "eval_loss", "learning_rate": 1e-3,
         "seed": 1})

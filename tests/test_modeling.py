@@ -5,17 +5,9 @@ import tensorflow as tf
 
 from bert_tf import BertEncoder
 from bert_tf.modeling.layers.activations import gelu, gelu_tanh
+from tests.helpers.model_inputs import random_inputs
 
-BATCH, SEQ = 13, 7
-
-
-def random_inputs(config, batch=BATCH, seq=SEQ, seed=0):
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(min(2, seq), seq + 1, size=batch)
-    mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.int32)
-    ids = rng.integers(1, config.vocab_size, size=(batch, seq)).astype(np.int32) * mask
-    segments = ((np.arange(seq)[None, :] >= lengths[:, None] // 2) * mask).astype(np.int32)
-    return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+BATCH, SEQ = 13, 7  # random_inputs' defaults
 
 
 def google_names(num_layers):

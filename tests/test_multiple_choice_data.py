@@ -6,18 +6,7 @@ import pytest
 
 from bert_tf.data.tasks import multiple_choice
 from bert_tf.tokenization import FullTokenizer
-
-HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\n"
-ROWS = ('0,anetv_jkn6uvmqwh4,3416,"Members of the procession walk down the street holding small horn brass '
-        'instruments. A drum line","Members of the procession walk down the street holding small horn brass '
-        'instruments.",A drum line,gold,passes by walking down the street playing their instruments.,has heard '
-        'approaching them.,"arrives and they\'re outside dancing and asleep.",turns the lead singer watches the '
-        'performance.,0\n'
-        '1,lsmdc3001_21_JUMP_STREET-422,11783,He rides the motorcycle down the hall and into the elevator. He,'
-        'He rides the motorcycle down the hall and into the elevator.,He,gold,looks at a mirror in the mirror as '
-        'he watches someone walk through a door.,"stops, listening to a cup of coffee with the seated woman, who\'s '
-        'standing.",exits the building and rides the motorcycle into a casino where he performs several tricks as '
-        'people watch.,pulls the bag out of his pocket and hands it to someone\'s grandma.,2\n')
+from tests.helpers.task_data import SWAG_HEADER as HEADER, SWAG_ROWS as ROWS
 
 
 def test_reads_swag_and_builds_four_pairs(tmp_path, minilm_dir):

@@ -10,7 +10,7 @@ import pytest
 
 from bert_tf.data.pretraining.corpus import CorpusReader, expand_input_patterns, prepare_corpus
 from bert_tf.data.pretraining.sentences import split_sentences
-from tests.sotu_speeches import SPEECHES
+from tests.helpers.sotu_speeches import SPEECHES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -24,7 +24,7 @@ from bert_tf.data.pretraining.instances import (ChunkTokenizer, InstanceMaker, I
                                       create_instances_from_document, truncate_seq_pair)
 from bert_tf.data.record_framing import RecordFramer, check_framing
 from bert_tf.tokenization import FullTokenizer
-from tests.sotu_speeches import SPEECHES, prepared_corpus
+from tests.helpers.sotu_speeches import SPEECHES, prepared_corpus
 from tools.original_bert import import_original
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

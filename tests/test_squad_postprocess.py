@@ -10,7 +10,7 @@ from bert_tf.data.squad import examples as squad
 from bert_tf.data.squad.postprocess import (RawResult, compute_predictions, get_final_text,
                                             write_predictions)
 from bert_tf.evaluation.squad import evaluate
-from tests.squad_fixtures import gold_logits, make_hard_squad, original_run_squad
+from tests.helpers.squad_fixtures import gold_logits, make_hard_squad, original_run_squad
 
 
 def _features(path, tokenizer, version_2, is_training, settings):

@@ -2,53 +2,23 @@
 generator (its random strings would never hold their answers), in a shuffled order as TFDS's prepared data
 has; the TFDS split written back as SQuAD JSON must read as the file itself does."""
 
-import contextlib
 import dataclasses
 import json
 import os
-import random
 import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from bert_tf.data.squad import examples as squad, tfds as squad_tfds
 from bert_tf.evaluation.squad import evaluate
-from tests.test_run_squad import ROOT, setup  # noqa: F401 (the tiny model and cloze SQuAD 2.0 files)
+from tests.helpers.squad_fixtures import ROOT
+from tests.helpers.squad_tfds_mock import MOCKED_RUN, mock_squad
 from tools import make_cloze_squad
 
 tfds = pytest.importorskip("tensorflow_datasets")
-
-# run_squad.py in a subprocess with TFDS mocked: python -c MOCKED_RUN SQUAD_DIR FLAGS...
-MOCKED_RUN = """import runpy, sys
-from tests.test_squad_tfds import mock_squad
-with mock_squad(sys.argv.pop(1)):
-    runpy.run_path("run_squad.py", run_name="__main__")
-"""
-
-
-@contextlib.contextmanager
-def mock_squad(squad_dir):
-    """TFDS mocked: squad/v1.1 and squad/v2.0 serve, shuffled, the rows that TFDS's squad builder generates from
-    the files `squad_dir/{train|dev}-{v1.1|v2.0}.json` there are (read now: the mock hides the file system)."""
-    rows = {}
-    for config in ("v1.1", "v2.0"):
-        for split, name in (("train", "train"), ("validation", "dev")):
-            path = os.path.join(squad_dir, f"{name}-{config}.json")
-            if os.path.exists(path):
-                rows[config, split] = [row for _, row in tfds.builder(f"squad/{config}")._generate_examples(path)]
-                random.Random(0).shuffle(rows[config, split])
-
-    def as_dataset(builder, split, **kwargs):
-        return tf.data.Dataset.from_generator(lambda: iter(rows[builder.builder_config.name, split]),
-                                              output_signature=builder.info.features.get_tensor_spec())
-
-    with tfds.testing.mock_data(as_dataset_fn=as_dataset):
-        yield
-
 
 def run_mocked(squad_dir, *flags):
     """run_squad.py with `flags` and TFDS mocked by mock_squad(squad_dir)."""
@@ -157,8 +127,8 @@ def test_the_tfds_set_must_be_squad_and_agree_with_version_2_with_negative():
             squad_tfds.check_tfds_squad("glue/mrpc", None, False)
 
 
-def test_run_squad_trains_predicts_and_evaluates_from_tfds(setup):  # noqa: F811
-    directory, flags = setup
+def test_run_squad_trains_predicts_and_evaluates_from_tfds(squad_setup):
+    directory, flags = squad_setup
     output = directory / "tfds_out"
     run = run_mocked(directory, *flags, "--tfds_name=squad/v2.0", "--do_train=True", "--do_predict=True",
                      f"--output_dir={output}", "--train_batch_size=8", "--num_train_epochs=0.6",
@@ -195,7 +165,7 @@ def test_run_squad_trains_predicts_and_evaluates_from_tfds(setup):  # noqa: F811
     (["--do_predict=True", "--tfds_name=squad/v1.1"],
      "--version_2_with_negative=True needs SQuAD 2.0 data, but --tfds_name=squad/v1.1 has no unanswerable"),
 ])
-def test_run_squad_flag_errors(setup, tmp_path, flags, error):  # noqa: F811
-    directory, base_flags = setup
+def test_run_squad_flag_errors(squad_setup, tmp_path, flags, error):
+    directory, base_flags = squad_setup
     run = run_mocked(directory, *base_flags, *flags, f"--output_dir={tmp_path}")
     assert run.returncode == 1 and f"Error: {error}" in run.stderr, run.stderr[-2000:]

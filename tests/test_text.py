@@ -14,7 +14,7 @@ import tensorflow as tf
 from bert_tf.data.packing import pack_tokens, truncate_seq_pair
 from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer
 from bert_tf.tokenization import FullTokenizer
-from tests import tokenizer_data
+from tests.helpers import tokenizer_data
 
 BATCH_SIZE = 512
 # Lines the corpus file cannot hold (line breaks, NUL) and degenerate ones.

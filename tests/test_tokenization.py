@@ -4,7 +4,7 @@ import pytest
 
 from bert_tf import tokenization
 from bert_tf.tokenization import BasicTokenizer, FullTokenizer, WordpieceTokenizer
-from tests import tokenizer_data
+from tests.helpers import tokenizer_data
 from tools.original_bert import import_original
 
 TOY_VOCAB = ["[UNK]", "[CLS]", "[SEP]", "want", "##want", "##ed", "wa", "un", "runn", "##ing", ",", "low",

@@ -1,6 +1,6 @@
 """The custom training loop: distribution, accumulation, mixed precision, checkpoints, resume, NaN stop.
 
-Multi-device runs are subprocesses (tests/train_worker.py): logical CPU devices and multi-worker collectives
+Multi-device runs are subprocesses (tests/helpers/train_worker.py): logical CPU devices and multi-worker collectives
 must be configured before TensorFlow starts.
 """
 
@@ -20,37 +20,11 @@ import tensorflow as tf
 from bert_tf import BertConfig, BertEncoder
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
-from bert_tf.training import distribute, loop, optimization
-from tests import pretraining_records
+from bert_tf.training import loop
+from tests.helpers import pretraining_records
+from tests.helpers.training import dataset_fn, make_trainer, pretraining_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@pytest.fixture(scope="module")
-def records(tmp_path_factory):
-    """400 pretraining instances from real text (seq 32, 5 predictions), MiniLM vocab."""
-    return pretraining_records.write_records(tmp_path_factory.mktemp("records") / "train.tfrecord", 400)
-
-
-def tiny_config(dropout=0.0):
-    return BertConfig(vocab_size=30522, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
-                      **pretraining_records.TINY)
-
-
-def make_trainer(batch_size, steps, accumulation=1, learning_rate=1e-3, seed=5, optimizer="adam_weight_decay"):
-    keras.utils.set_random_seed(seed)
-    strategy = distribute.create_strategy("one_device")
-    with strategy.scope():
-        model = BertPretrainer(tiny_config())
-        model.build()
-        opt = optimization.create_optimizer(optimizer, learning_rate, steps, 0,
-                                            loss_scaling=keras.mixed_precision.global_policy().name == "mixed_float16")
-    return loop.Trainer(strategy, model, opt, batch_size, num_accumulation_steps=accumulation)
-
-
-def dataset_fn(records, shuffle_seed=None):
-    return lambda context, batch_size: pretraining_records.read_records(records, batch_size, input_context=context,
-                                                                        shuffle_seed=shuffle_seed)
 
 
 def summary_losses(model_dir):
@@ -71,7 +45,7 @@ def free_port():
 
 
 def worker(args, env=None, **popen):
-    command = [sys.executable, "-m", "tests.train_worker"] + [f"--{k}" if v is True else f"--{k}={v}"
+    command = [sys.executable, "-m", "tests.helpers.train_worker"] + [f"--{k}" if v is True else f"--{k}={v}"
                                                               for k, v in args.items()]
     return subprocess.Popen(command, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, **popen)
@@ -83,9 +57,9 @@ def finish(process, timeout=240):
     return output
 
 
-def test_mirrored_and_multi_worker_match_one_device(records, tmp_path):
+def test_mirrored_and_multi_worker_match_one_device(training_records, tmp_path):
     """20 XLA steps, global batch 8: one device, mirrored over 2 logical CPUs, 2 local worker processes."""
-    common = {"records": records, "steps": 20, "batch_size": 8, "use_xla": True}
+    common = {"records": training_records, "steps": 20, "batch_size": 8, "use_xla": True}
     ports = [free_port(), free_port()]
     cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
     runs = {
@@ -112,12 +86,12 @@ def test_mirrored_and_multi_worker_match_one_device(records, tmp_path):
         "checkpoint", "ckpt-20.data-00000-of-00001", "ckpt-20.index", "data_worker_0", "data_worker_1"]
 
 
-def test_gradient_accumulation_matches_a_large_batch(records, tmp_path):
+def test_gradient_accumulation_matches_a_large_batch(training_records, tmp_path):
     """Batch 32 in 4 micro-batches of 8 == batch 32 at once, after 5 steps (dropout off)."""
     weights = []
     for accumulation in (1, 4):
         trainer = make_trainer(32, 5, accumulation)
-        trainer.train(dataset_fn(records), str(tmp_path / f"acc{accumulation}"), 5, 5, 5)
+        trainer.train(dataset_fn(training_records), str(tmp_path / f"acc{accumulation}"), 5, 5, 5)
         weights.append({n: v.numpy() for n, v in trainer.model.checkpoint_variables().items()})
     for name in weights[0]:
         np.testing.assert_allclose(weights[1][name], weights[0][name], atol=1e-5, err_msg=name)
@@ -125,10 +99,10 @@ def test_gradient_accumulation_matches_a_large_batch(records, tmp_path):
     assert losses[0] == pytest.approx(losses[1], abs=1e-5)
 
 
-def test_kill_and_resume_matches_an_uninterrupted_run(records, tmp_path):
+def test_kill_and_resume_matches_an_uninterrupted_run(training_records, tmp_path):
     """SIGKILL mid-run, rerun the same command: it resumes (model, optimizer, RNG, data position) and ends
     with the same weights as a run that was never interrupted (deterministic ops, dropout on, shuffled)."""
-    args = {"records": records, "steps": 120, "batch_size": 8, "dropout": 0.1, "shuffle": True,
+    args = {"records": training_records, "steps": 120, "batch_size": 8, "dropout": 0.1, "shuffle": True,
             "steps_per_loop": 5, "save_every": 10}
     finish(worker({**args, "model_dir": tmp_path / "straight", "weights_out": tmp_path / "straight.npz"}))
     resumed = {**args, "model_dir": tmp_path / "resumed", "weights_out": tmp_path / "resumed.npz"}
@@ -150,21 +124,21 @@ def test_kill_and_resume_matches_an_uninterrupted_run(records, tmp_path):
     assert losses[120] == expected[120]
 
 
-def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(records, tmp_path):
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(training_records, tmp_path):
     trainer = make_trainer(8, 10, learning_rate=1e30)
     with pytest.raises(loop.NonFiniteLossError, match=r"loss is nan in steps 2-2; training stopped\. The last good "
                                                       r"checkpoint is kept: .*ckpt-1"):
-        trainer.train(dataset_fn(records), str(tmp_path), 10, 1, 1)
+        trainer.train(dataset_fn(training_records), str(tmp_path), 10, 1, 1)
     assert tf.train.latest_checkpoint(str(tmp_path / "training_state")).endswith("ckpt-1")
     assert not glob.glob(str(tmp_path / "training_state" / "ckpt-2*"))
 
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-def test_mixed_precision_trains(records, tmp_path, policy):
+def test_mixed_precision_trains(training_records, tmp_path, policy):
     keras.mixed_precision.set_global_policy(policy)
     try:
         trainer = make_trainer(16, 12, learning_rate=3e-3)
-        trainer.train(dataset_fn(records), str(tmp_path), 12, 4, 12)
+        trainer.train(dataset_fn(training_records), str(tmp_path), 12, 4, 12)
         losses = summary_losses(tmp_path)
         if policy == "mixed_float16":
             assert isinstance(trainer.optimizer, keras.optimizers.LossScaleOptimizer)
@@ -201,18 +175,18 @@ def reference_metrics(model, batches):
             "loss": np.mean(batch_losses)}
 
 
-def test_weights_export_loads_anywhere_and_evaluate_matches_numpy(records, tmp_path):
+def test_weights_export_loads_anywhere_and_evaluate_matches_numpy(training_records, tmp_path):
     """model.ckpt-N has Google's names (encoder and heads load it through the `checkpoint` index file);
     Trainer.evaluate computes the original's eval metrics."""
     trainer = make_trainer(16, 6)
-    trainer.train(dataset_fn(records), str(tmp_path), 6, 3, 3)
+    trainer.train(dataset_fn(training_records), str(tmp_path), 6, 3, 3)
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-6")
-    encoder = BertEncoder(tiny_config())
+    encoder = BertEncoder(pretraining_config())
     assert len(load_checkpoint(encoder, str(tmp_path)).mapped) == len(encoder.weights)
-    pretrainer = BertPretrainer(tiny_config())
+    pretrainer = BertPretrainer(pretraining_config())
     report = load_checkpoint(pretrainer, str(tmp_path / "model.ckpt-3"))
     assert not report.missing and "cls/predictions/output_bias" in report.mapped
-    eval_data = pretraining_records.read_records(records, 16, repeat=False).take(5)
+    eval_data = pretraining_records.read_records(training_records, 16, repeat=False).take(5)
     ours = trainer.evaluate(eval_data, 5, model_dir=str(tmp_path))
     expected = reference_metrics(trainer.model, eval_data)
     for key, value in expected.items():

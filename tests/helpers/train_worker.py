@@ -1,7 +1,7 @@
 """Subprocess entry point of the training-loop tests: trains a tiny BertPretrainer with `Trainer` on records
-written by tests/pretraining_records.py, on the strategy named on the command line.
+written by tests/helpers/pretraining_records.py, on the strategy named on the command line.
 
-    python -m tests.train_worker --records=r.tfrecord --model_dir=out --strategy=mirrored --logical_cpus=2 \
+    python -m tests.helpers.train_worker --records=r.tfrecord --model_dir=out --strategy=mirrored --logical_cpus=2 \
       --steps=20 --batch_size=8 [--accumulation=4] [--use_xla] [--dropout=0.1] [--shuffle] [--weights_out=w.npz]
 
 Multi-worker: set TF_CONFIG. Per-step losses are in the TensorBoard events of model_dir/train.
@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def main():
@@ -35,17 +35,16 @@ def main():
     import numpy as np
     from absl import logging
 
-    from bert_tf import BertConfig
     from bert_tf.modeling.tasks.pretrainer import BertPretrainer
     from bert_tf.training import distribute, loop, optimization
-    from tests import pretraining_records
+    from tests.helpers import pretraining_records
+    from tests.helpers.configs import script_config
 
     logging.set_verbosity(logging.INFO)
     strategy = distribute.create_strategy(args.strategy)  # first: multi-worker collectives need a fresh runtime
     keras.utils.set_random_seed(5)
     tf.config.experimental.enable_op_determinism()
-    config = BertConfig(vocab_size=30522, hidden_dropout_prob=args.dropout,
-                        attention_probs_dropout_prob=args.dropout, **pretraining_records.TINY)
+    config = script_config(hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
     with strategy.scope():
         model = BertPretrainer(config)
         model.build()

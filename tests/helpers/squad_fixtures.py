@@ -8,9 +8,12 @@ words (none containing the no-break space, which the original's answer check can
 places and on the window borders (a word piece at a window's first or last position, and
 spans crossing a border), a third of them with the trailing punctuation of their last word left out (so
 that only the WordPiece realignment recovers them), and SQuAD 2.0 unanswerable questions.
+
+`make_squad_setup`: cloze SQuAD 2.0 files and the tiny model's config and flags for run_squad.py.
 """
 
 import json
+import os
 import random
 import re
 
@@ -18,8 +21,11 @@ import numpy as np
 
 from bert_tf.data.squad import examples as squad
 from bert_tf.evaluation.squad import normalize_answer
+from tests.helpers.configs import script_config, write_config
 from tools.original_bert import import_original_without_modeling
-from tools import pypi_data
+from tools import make_cloze_squad, pypi_data
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 UNICODE_PARAGRAPH = ("Der Bürgermeister von Zürich sagte: «Très naïve café» — in 東京 and São Paulo; the ﬁnal "
                      "ＡＢＣ report (1895-1943). cost $4.5\u00a0million and “quoted” text 😀 was Ångström-level.")
@@ -115,3 +121,16 @@ def gold_logits(training_features, value=10.0):
         start[feature.start_position] = end[feature.end_position] = value
         results.append(RawResult(feature.unique_id, start, end))
     return results
+
+
+def make_squad_setup(directory):
+    """Writes cloze SQuAD 2.0 files made from real prose (40 training, 12 dev questions) and a tiny
+    bert_config.json (128 positions) into `directory`; returns (directory, the run_squad.py flags that name
+    them, the MiniLM vocab and short windows)."""
+    make_cloze_squad.main([f"--output_dir={directory}", "--num_train=40", "--num_dev=12",
+                           "--version_2_with_negative", "--max_chars=600"])
+    write_config(directory / "bert_config.json", script_config(max_position_embeddings=128))
+    flags = [f"--vocab_file={os.path.join(pypi_data.minilm_dir(), 'vocab.txt')}",
+             f"--bert_config_file={directory / 'bert_config.json'}", "--version_2_with_negative=True",
+             "--max_seq_length=96", "--doc_stride=32", "--max_query_length=40", "--predict_batch_size=5"]
+    return directory, flags

@@ -1,4 +1,4 @@
-"""Runs a script and SIGKILLs it at a chosen moment: `python tests/kill_at.py MOMENT script.py --flags...`.
+"""Runs a script and SIGKILLs it at a chosen moment: `python tests/helpers/kill_at.py MOMENT script.py --flags...`.
 
 The moment is `KIND:ARGUMENT:N`, the N-th time (default 1) the event happens in this process:
   before_replace:SUFFIX   before os.replace publishes a file whose new name ends with SUFFIX
@@ -17,7 +17,7 @@ import runpy
 import signal
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _kill():

@@ -1,0 +1,135 @@
+"""Shared by the SavedModel export tests: request encoding, the Python path's packing, running the in-process
+model, export_model.py as a process, the fresh-venv client process (export_client.py) and
+saved_model_cli listings."""
+
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text
+
+from bert_tf.data.packing import pack_tokens
+from bert_tf.feature_schema import INPUT_NAMES
+from tools.pinned_venv import build_once, pinned_venv_python
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLIENT = os.path.join(ROOT, "tests", "helpers", "export_client.py")
+SEQ_LENGTH = 64
+BATCH_SIZE = 256
+ATOL = 1e-5
+
+
+def client_venv_python():
+    """The python of a venv with only tensorflow and tensorflow-text at this process's versions (no bert_tf),
+    built once per machine (the conftest fixture `client_python`)."""
+    key = (f"py{sys.version_info.major}.{sys.version_info.minor}-tensorflow{tf.__version__}-"
+           f"text{tensorflow_text.__version__}")
+    return pinned_venv_python(f"bert_tf_test_venv-{key}", [f"tensorflow=={tf.__version__}",
+                                                           f"tensorflow-text=={tensorflow_text.__version__}"], 1200)
+
+
+def serialized_features(**features):
+    """A serialized tf.train.Example with one bytes feature per keyword: name=[str or bytes, ...]."""
+    def strings(values):
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[
+            v if isinstance(v, bytes) else v.encode("utf-8") for v in values]))
+
+    return tf.train.Example(features=tf.train.Features(feature={
+        name: strings(values) for name, values in features.items()})).SerializeToString()
+
+
+def serialized_example(text_a, text_b=None, extra_b=()):
+    features = {} if text_a is None else {"text_a": [text_a]}
+    if text_b is not None:
+        features["text_b"] = [text_b, *extra_b]
+    return serialized_features(**features)
+
+
+def strings(values):
+    return {"strings": [base64.b64encode(v if isinstance(v, bytes) else v.encode("utf-8")).decode("ascii")
+                        for v in values]}
+
+
+def python_pack(tokenizer, pairs):
+    """FullTokenizer + pack_tokens on (text_a, text_b or None) pairs -> dict of int32 [B, SEQ_LENGTH]."""
+    packed = [pack_tokens(tokenizer.tokenize(a), None if b is None else tokenizer.tokenize(b), SEQ_LENGTH,
+                          tokenizer) for a, b in pairs]
+    return {name: np.array([getattr(p, name) for p in packed], np.int32) for name in INPUT_NAMES}
+
+
+def run_model(model, inputs, names):
+    """The in-process model on int32 [B, T] inputs, in batches of BATCH_SIZE -> {name: np array}."""
+    call = tf.function(lambda x: model(x, training=False))
+    batches = []
+    for start in range(0, len(inputs["input_ids"]), BATCH_SIZE):
+        outputs = call({k: tf.constant(v[start:start + BATCH_SIZE]) for k, v in inputs.items()})
+        batches.append({name: np.asarray(outputs[name]) for name in names})
+    return {name: np.concatenate([b[name] for b in batches]) for name in names}
+
+
+def assert_close(got, expected, what):
+    diff = float(np.max(np.abs(np.asarray(got) - np.asarray(expected))))
+    assert got.shape == expected.shape and diff <= ATOL, (
+        f"{what}: shapes {got.shape}/{expected.shape}, max diff {diff}")
+
+
+def shared_dir(tmp_path_factory, name):
+    """A directory shared by the xdist workers of this session (a private one without xdist)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return str(tmp_path_factory.getbasetemp().parent / name)
+    return str(tmp_path_factory.mktemp("shared") / name)
+
+
+def export_script(*flags):
+    return subprocess.Popen([sys.executable, os.path.join(ROOT, "export_model.py"), *flags], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def run_client(tmp_path_factory, name, client_python, make_requests):
+    """(outputs {request/output: array}, errors {request: message}) of one fresh-venv process answering
+    `make_requests()`, run once per session (shared directory `name`)."""
+    def build(directory):
+        requests_file = os.path.join(directory, "requests.json")
+        with open(requests_file, "w", encoding="utf-8") as f:
+            json.dump(make_requests(), f)
+        result = subprocess.run(
+            [client_python, "-I", CLIENT, requests_file, f"{directory}/outputs.npz", f"{directory}/errors.json"],
+            capture_output=True, text=True, timeout=900, cwd=directory,
+            env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "TF_CPP_MIN_LOG_LEVEL": "2"})
+        assert result.returncode == 0, result.stderr[-5000:]
+
+    directory = build_once(shared_dir(tmp_path_factory, name), build)
+    with np.load(os.path.join(directory, "outputs.npz")) as data:
+        outputs = dict(data)
+    with open(os.path.join(directory, "errors.json"), encoding="utf-8") as f:
+        return outputs, json.load(f)
+
+
+def client_outputs(client, name):
+    return {key.split("/", 1)[1]: value for key, value in client[0].items() if key.startswith(name + "/")}
+
+
+def listed_signatures(*paths):
+    """`saved_model_cli show --all` of each SavedModel in `paths` (run in parallel), parsed: one
+    {signature: (method name, {(inputs|outputs, key): (dtype, shape)})} per path, without __saved_model_init_op."""
+    runs = [subprocess.Popen(["saved_model_cli", "show", "--dir", path, "--all"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for path in paths]
+    listings = []
+    for run in runs:
+        stdout, stderr = run.communicate(timeout=300)
+        assert run.returncode == 0, stderr[-3000:]
+        listed = {}
+        for block in stdout.split("signature_def[")[1:]:
+            name = block.split("'")[1]
+            if not name.startswith("__"):
+                listed[name] = re.search(r"Method name is: (\S+)", block).group(1), {
+                    (kind, key): (dtype, shape) for kind, key, dtype, shape in re.findall(
+                        r"(inputs|outputs)\['(\w+)'\] tensor_info:\s+dtype: (\w+)\s+shape: \(([-\d, ]*)\)", block)}
+        listings.append(listed)
+    return listings

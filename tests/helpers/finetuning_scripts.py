@@ -1,0 +1,49 @@
+"""run_classifier.py, run_ner.py, run_swag.py (and the other fine-tuning scripts) as subprocesses on a tiny
+model: the real uncased vocab, 2 layers of 32 (configs.script_config)."""
+
+import os
+import subprocess
+import sys
+
+import keras
+
+from bert_tf import BertEncoder, save_checkpoint
+from tests.helpers.configs import script_config, write_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def make_tiny_model_dir(directory, vocab_file):
+    """Writes bert_config.json and bert_model.ckpt (seeded random weights: the same in every session, so
+    training runs are reproducible) into `directory`; returns the flags that name them and `vocab_file`."""
+    config = script_config()
+    write_config(directory / "bert_config.json", config)
+    keras.utils.set_random_seed(0)
+    encoder = BertEncoder(config)
+    encoder.build()
+    save_checkpoint(encoder, str(directory / "bert_model.ckpt"))
+    return {"vocab_file": vocab_file, "bert_config_file": directory / "bert_config.json",
+            "init_checkpoint": directory / "bert_model.ckpt"}
+
+
+def run(script, model_dir, **flags):
+    """Runs `script` with the flags of `model_dir` (make_tiny_model_dir's), short defaults and `flags`."""
+    flags = {**model_dir, "max_seq_length": 32, "train_batch_size": 2, "num_train_epochs": 1, **flags}
+    args = [f"--{k}={v}" for k, v in flags.items()]
+    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+
+
+def results(output_dir):
+    """eval_results.txt of `output_dir` as {key: float}."""
+    with open(os.path.join(output_dir, "eval_results.txt"), encoding="utf-8") as f:
+        return {k: float(v) for k, v in (line.strip().split(" = ") for line in f)}
+
+
+def write_files(directory, files):
+    """Writes {relative path: text} under `directory`; returns `directory`."""
+    for name, text in files.items():
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return directory

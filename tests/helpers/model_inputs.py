@@ -1,0 +1,14 @@
+"""Random inputs for the encoder and the task models."""
+
+import numpy as np
+
+
+def random_inputs(config, batch=13, seq=7, seed=0):
+    """Encoder inputs int32 [batch, seq]: random ids below config.vocab_size on a random real length (>= 2 when
+    seq allows), padding after it, segment 1 on the second half of the real tokens."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(min(2, seq), seq + 1, size=batch)
+    mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.int32)
+    ids = rng.integers(1, config.vocab_size, size=(batch, seq)).astype(np.int32) * mask
+    segments = ((np.arange(seq)[None, :] >= lengths[:, None] // 2) * mask).astype(np.int32)
+    return {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
