@@ -12,15 +12,17 @@ learned). Distinct words are counted in memory: for a very large corpus, pass a 
 
 from absl import flags, logging
 
+import model_flags
+
 from bert_tf import scripting
 from bert_tf.data.pretraining.corpus import INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, CorpusReader, expand_input_patterns
 from bert_tf.data.pretraining.vocab_builder import count_words, learn_vocab, unknown_rate, write_vocab
 
 FLAGS = flags.FLAGS
+model_flags.define("do_lower_case")
 flags.DEFINE_string("input_file", None, "Text files: comma-separated list of files or glob patterns.")
 flags.DEFINE_string("output_file", None, "The vocab.txt to write.")
 flags.DEFINE_integer("vocab_size", 30522, "Largest vocab size (reserved tokens included).")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (an uncased vocab).")
 flags.DEFINE_enum("invalid_utf8", "error", INVALID_UTF8_CHOICES, INVALID_UTF8_HELP)
 for name in ("input_file", "output_file"):
     flags.mark_flag_as_required(name)

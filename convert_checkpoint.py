@@ -12,14 +12,13 @@ import os
 
 from absl import flags, logging
 
+import model_flags
+
 from bert_tf import BertConfig, atomic_io, scripting
 from bert_tf.checkpoints import convert_checkpoint, open_checkpoint
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("init_checkpoint", None, "Google TF1 checkpoint prefix, HF directory or model.safetensors.")
-flags.DEFINE_string("bert_config_file", None, "bert_config.json / config.json; default: the one beside the "
-                    "input (HF config.json, or the config embedded in a bert_tf checkpoint).")
-flags.DEFINE_string("vocab_file", None, "vocab.txt to copy; default: vocab.txt beside the input, if any.")
+model_flags.define("init_checkpoint", "bert_config_file", "vocab_file")
 flags.DEFINE_string("output_dir", None, "Directory to write the converted checkpoint into.")
 flags.mark_flag_as_required("init_checkpoint")
 flags.mark_flag_as_required("output_dir")

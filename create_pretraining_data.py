@@ -28,6 +28,8 @@ import time
 
 from absl import flags, logging
 
+import model_flags
+
 from bert_tf import scripting
 from bert_tf.data.pretraining.corpus import INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, expand_input_patterns
 from bert_tf.data.pretraining.masking import MaskingConfig
@@ -36,12 +38,10 @@ from bert_tf.data.pretraining.job import create_pretraining_data, output_files_f
 from bert_tf.tokenization import FullTokenizer
 
 FLAGS = flags.FLAGS
+model_flags.define("vocab_file", "do_lower_case")
 flags.DEFINE_string("input_file", None, "Input raw text file (or comma-separated list of files / glob patterns).")
 flags.DEFINE_string("output_file", None, "Output TF example file (or comma-separated list of files, or a "
                     "pattern with {shard} and {num_shards} used with --num_output_shards).")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text. Should be True for uncased "
-                  "models and False for cased models.")
 flags.DEFINE_bool("do_whole_word_mask", False, "Whether to use whole word masking rather than per-WordPiece "
                   "masking.")
 flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")

@@ -11,21 +11,19 @@ model.safetensors; `--bert_config_file` may be a Google bert_config.json or a HF
 from absl import flags, logging
 
 import flag_checks
+import model_flags
 from bert_tf import BertConfig, BertEncoder, scripting
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.extraction import FeatureExtractor, resolve_layers, write_features
 from bert_tf.tokenization import FullTokenizer
 
 FLAGS = flags.FLAGS
+model_flags.define("bert_config_file", "init_checkpoint", "vocab_file", "do_lower_case")
 flags.DEFINE_string("input_file", None, "Text file, one example per line: `text` or `text_a ||| text_b`.")
 flags.DEFINE_string("output_file", None, "JSON-lines output file.")
 flags.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated layer indexes (-1 = last layer).")
-flags.DEFINE_string("bert_config_file", None, "bert_config.json (Google) or config.json (HuggingFace).")
 flags.DEFINE_integer("max_seq_length", 128, "Maximum total tokens per example, [CLS]/[SEP] included; "
                      "longer inputs are truncated.")
-flags.DEFINE_string("init_checkpoint", None, "Checkpoint to read the weights from (Google, bert_tf or HF).")
-flags.DEFINE_string("vocab_file", None, "The vocab.txt the model was trained with.")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (True for uncased models).")
 flags.DEFINE_integer("batch_size", 32, "Examples per forward pass.")
 for name in ("input_file", "output_file", "bert_config_file", "init_checkpoint", "vocab_file"):
     flags.mark_flag_as_required(name)

@@ -1,8 +1,9 @@
-"""The flags and steps that run_classifier.py, run_ner.py and run_swag.py share (a script-side module: the
-library under bert_tf/ never reads flags).
+"""The flags and steps that run_classifier.py, run_ner.py, run_swag.py and run_squad.py share (a script-side
+module: the library under bert_tf/ never reads flags).
 
-The original run_classifier.py flags with its defaults; the training flags (TPU, loop, distribution,
-precision, XLA, optimizer, seed) come from training_flags.py.
+The original run_classifier.py / run_squad.py flags with their defaults; the model-file flags come from
+model_flags.py, the training flags (TPU, loop, distribution, precision, XLA, optimizer, seed) from
+training_flags.py.
 """
 
 import os
@@ -10,21 +11,19 @@ import os
 from absl import flags, logging
 
 import flag_checks
+import model_flags
 import training_flags
 
 from bert_tf import BertConfig, run_directory
-from bert_tf.training.finetuning import BestCheckpoint, FineTuner, FineTuningOptions
+from bert_tf.training.best_checkpoint import BestCheckpoint
+from bert_tf.training.finetuning import FineTuner, FineTuningOptions
 from bert_tf.tokenization import FullTokenizer
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("data_dir", None, "The input data dir (the task's files).")
-flags.DEFINE_string("bert_config_file", None, "bert_config.json (Google) or config.json (HuggingFace) of the "
-                    "pretrained model.")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file that the BERT model was trained on.")
+model_flags.define("bert_config_file", "vocab_file", "init_checkpoint", "do_lower_case")
+flags.DEFINE_string("data_dir", None, "The input data dir (the task's files; run_squad.py: TFDS's data directory, "
+                    "with --tfds_name).")
 flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")
-flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (usually from a pre-trained BERT model): "
-                    "Google, bert_tf or HuggingFace safetensors.")
-flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text (True for uncased models).")
 flags.DEFINE_integer("max_seq_length", 128, "The maximum total input sequence length after WordPiece "
                      "tokenization; longer sequences are truncated, shorter ones padded.")
 flags.DEFINE_bool("do_train", False, "Whether to run training.")
@@ -42,18 +41,22 @@ flags.DEFINE_string("best_metric", None, "Evaluate the dev set after every check
                     "'loss') in output_dir/best/.")
 flags.DEFINE_integer("early_stopping_patience", 0, "With --best_metric: stop training after this many dev "
                      "evaluations in a row without improvement (0: never).")
-for _name in ("data_dir", "bert_config_file", "vocab_file", "output_dir"):
+for _name in ("bert_config_file", "vocab_file", "output_dir"):
     flags.mark_flag_as_required(_name)
 
 
-def setup(segments=1):
+def setup(segments=1, modes=("do_train", "do_eval", "do_predict")):
     """Checks the flags and creates what every run needs, before any data is read: (strategy, config,
     tokenizer). The strategy comes first (a multi-worker strategy must exist before TensorFlow starts).
-    segments: texts per example (2: pairs), for the shortest --max_seq_length that holds a piece of each."""
+    segments: texts per example (2: pairs), for the shortest --max_seq_length that holds a piece of each.
+    modes: the --do_* flags this script has (run_squad.py predicts and evaluates in one, with --do_predict)."""
     logging.set_verbosity(logging.INFO)
-    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
-        raise ValueError("At least one of `do_train`, `do_eval` or `do_predict` must be True.")
-    flag_checks.check_at_least(1, "train_batch_size", "eval_batch_size", "predict_batch_size")
+    for mode in {"do_train", "do_eval", "do_predict"} - set(modes):
+        if FLAGS[mode].value:
+            raise ValueError(f"--{mode} is not a mode of this script; it has {', '.join('--' + m for m in modes)}")
+    if not any(FLAGS[mode].value for mode in modes):
+        raise ValueError(f"At least one of {', '.join(f'`{m}`' for m in modes)} must be True.")
+    flag_checks.check_at_least(1, *(f"{m[3:]}_batch_size" for m in modes))
     flag_checks.check_max_seq_length(segments)
     strategy = training_flags.create_strategy()
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
@@ -69,14 +72,19 @@ def create_finetuner(strategy, model_fn):
     """A FineTuner of `model_fn()` with the flags' options, holding the weights to start from: when not
     training, the newest model.ckpt-N in --output_dir if there is one; otherwise --init_checkpoint."""
     options = FineTuningOptions(
-        FLAGS.train_batch_size, FLAGS.learning_rate, FLAGS.num_train_epochs, FLAGS.warmup_proportion,
-        FLAGS.save_checkpoints_steps, FLAGS.iterations_per_loop, FLAGS.optimizer,
-        FLAGS.mixed_precision == "float16", FLAGS.num_accumulation_steps, training_flags.use_xla(strategy),
-        FLAGS.seed)
+        train_batch_size=FLAGS.train_batch_size, learning_rate=FLAGS.learning_rate,
+        num_train_epochs=FLAGS.num_train_epochs, warmup_proportion=FLAGS.warmup_proportion,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps, iterations_per_loop=FLAGS.iterations_per_loop,
+        optimizer=FLAGS.optimizer, loss_scaling=FLAGS.mixed_precision == "float16",
+        num_accumulation_steps=FLAGS.num_accumulation_steps, use_xla=training_flags.use_xla(strategy),
+        seed=FLAGS.seed)
     tuner = FineTuner(strategy, model_fn, options, FLAGS.output_dir)
     trained = None if FLAGS.do_train else run_directory.newest_export(FLAGS.output_dir)
     if trained or FLAGS.init_checkpoint:
-        tuner.load(trained or FLAGS.init_checkpoint)
+        report = tuner.load(trained or FLAGS.init_checkpoint)
+        untrained = [name for name in report.missing if not name.startswith("bert/")]
+        if untrained and not FLAGS.do_train:
+            logging.warning("%s has no %s: predicting with an untrained head", report.path, ", ".join(untrained))
     elif not FLAGS.do_train:
         raise ValueError(f"nothing to evaluate or predict with: no model.ckpt-* in {FLAGS.output_dir} and no "
                          "--init_checkpoint")
@@ -85,13 +93,13 @@ def create_finetuner(strategy, model_fn):
     return tuner
 
 
-def train(tuner, features, dev_results):
-    """Fine-tunes on `features`; with --best_metric, `dev_results()` (the eval_results.txt dict of the current
+def train(tuner, data, dev_results):
+    """Fine-tunes on `data` (features in memory or a TrainingInput, see FineTuner.train); with --best_metric, `dev_results()` (the eval_results.txt dict of the current
     weights) runs after every checkpoint and the best weights go to output_dir/best/ (see BestCheckpoint),
     with --early_stopping_patience stopping early."""
     if not FLAGS.best_metric:
         if FLAGS.early_stopping_patience:
             raise ValueError("--early_stopping_patience needs --best_metric (the dev result to watch)")
-        return tuner.train(features)
+        return tuner.train(data)
     best = BestCheckpoint(FLAGS.output_dir, FLAGS.best_metric, FLAGS.early_stopping_patience)
-    return tuner.train(features, after_checkpoint=lambda step: best.update(step, dev_results))
+    return tuner.train(data, after_checkpoint=lambda step: best.update(step, dev_results))

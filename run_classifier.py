@@ -30,14 +30,15 @@ from absl import flags, logging
 import finetuning_flags
 import flag_checks
 import training_flags
-from bert_tf import atomic_io, run_directory, scripting
+from bert_tf import run_directory, scripting
 from bert_tf.evaluation import glue_metrics
 from bert_tf.data.tasks import classification, glue as glue_tasks, tfds as tfds_tasks
 from bert_tf.feature_schema import LABEL_IDS
-from bert_tf.training.finetuning import log_softmax, softmax_cross_entropy
+from bert_tf.evaluation.probabilities import softmax, softmax_cross_entropy
 from bert_tf.modeling.tasks.classifier import BertClassifier
 
 FLAGS = flags.FLAGS
+flags.mark_flag_as_required("data_dir")
 flags.DEFINE_string("task_name", None, "The name of the task to train: a GLUE task, xnli, or custom.")
 flags.DEFINE_string("tfds_name", None, "Instead of --task_name: a TensorFlow Datasets name (glue/mrpc, glue/mnli, "
                     "imdb_reviews, ...) read with TFDS's feature names (others: --text_a_column ...) into "
@@ -122,10 +123,9 @@ def predict(tuner, processor, split, tokenizer):
     if processor.is_regression:
         rows, predictions = outputs[:, :1], outputs[:, 0]
     else:
-        rows = np.exp(log_softmax(outputs))
+        rows = softmax(outputs)
         predictions = [processor.leaderboard_labels[i] for i in outputs.argmax(-1)]
-    with atomic_io.atomic_write(os.path.join(FLAGS.output_dir, f"test_{suffix}results.tsv")) as writer:
-        writer.writelines("\t".join(str(value) for value in row) + "\n" for row in rows)
+    run_directory.write_test_results(FLAGS.output_dir, rows, f"test_{suffix}results.tsv")
     submission = getattr(processor, "submission_files", {}).get(split)
     if submission:
         glue_tasks.write_submission(os.path.join(FLAGS.output_dir, submission), examples, predictions)

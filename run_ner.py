@@ -28,10 +28,11 @@ from bert_tf.evaluation import conlleval
 from bert_tf import run_directory, scripting
 from bert_tf.data.tasks import tagging
 from bert_tf.feature_schema import LABEL_IDS
-from bert_tf.training.finetuning import softmax_cross_entropy
+from bert_tf.evaluation.probabilities import softmax_cross_entropy
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
 FLAGS = flags.FLAGS
+flags.mark_flag_as_required("data_dir")
 flags.DEFINE_string("train_file", "train.txt", "Training sentences (CoNLL format), in --data_dir.")
 flags.DEFINE_string("dev_file", "dev.txt", "Dev sentences (CoNLL format, tagged), in --data_dir.")
 flags.DEFINE_string("test_file", "test.txt", "Sentences to tag (CoNLL format, tags optional), in --data_dir.")

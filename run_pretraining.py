@@ -20,6 +20,7 @@ import tensorflow as tf
 from absl import flags, logging
 
 import flag_checks
+import model_flags
 import training_flags
 from bert_tf import BertConfig, atomic_io, run_directory, scripting
 from bert_tf.checkpoints import load_checkpoint
@@ -30,13 +31,10 @@ from bert_tf.tokenization import load_vocab
 from bert_tf.training import distribute, loop, optimization
 
 FLAGS = flags.FLAGS
+model_flags.define("bert_config_file", "init_checkpoint", "vocab_file")
 # The original's flags, with its defaults.
-flags.DEFINE_string("bert_config_file", None, "bert_config.json (Google) or config.json (HuggingFace) of the model.")
 flags.DEFINE_string("input_file", None, "Input TF example files (can be a glob or comma separated).")
 flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")
-flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (Google, bert_tf or HuggingFace; a directory "
-                    "holding one, e.g. the output_dir of a previous phase). Pretraining heads (cls/...) are "
-                    "loaded when present, new ones start from scratch.")
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the records. Must match data generation.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked LM predictions per sequence. Must match data "
                      "generation (or, with --dynamic_masking, the most to mask).")
@@ -54,8 +52,6 @@ flags.DEFINE_float("lr_decay_power", 1.0, "Power of the polynomial learning-rate
 flags.DEFINE_bool("use_next_sentence_label", True, "Train the next sentence prediction head (False: MLM only).")
 flags.DEFINE_bool("dynamic_masking", False, "Records are unmasked (create_pretraining_data --dynamic_masking): "
                   "mask them anew each time they are read. Needs --vocab_file.")
-flags.DEFINE_string("vocab_file", None, "vocab.txt of the model: checked against the config's vocab_size; "
-                    "needed by --dynamic_masking.")
 flags.DEFINE_float("masked_lm_prob", 0.15, "With --dynamic_masking: fraction of tokens to mask.")
 flags.DEFINE_bool("do_whole_word_mask", False, "With --dynamic_masking: mask whole words.")
 flags.DEFINE_string("eval_input_file", None, "Eval TF example files (glob or comma separated); default: "

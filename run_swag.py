@@ -21,13 +21,14 @@ from absl import flags
 import finetuning_flags
 import training_flags
 from bert_tf.evaluation import glue_metrics
-from bert_tf import scripting
+from bert_tf import run_directory, scripting
 from bert_tf.data.tasks import multiple_choice
 from bert_tf.feature_schema import LABEL_IDS
-from bert_tf.training.finetuning import log_softmax, softmax_cross_entropy
+from bert_tf.evaluation.probabilities import softmax, softmax_cross_entropy
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 
 FLAGS = flags.FLAGS
+flags.mark_flag_as_required("data_dir")
 FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
 
 
@@ -54,9 +55,8 @@ def main(_):
     if FLAGS.do_eval:
         training_flags.write_results(evaluate(tuner, tokenizer))
     if FLAGS.do_predict:
-        probabilities = np.exp(log_softmax(tuner.predict(features_of("test", tokenizer), FLAGS.predict_batch_size)))
-        with open(os.path.join(FLAGS.output_dir, "test_results.tsv"), "w", encoding="utf-8") as writer:
-            writer.writelines("\t".join(str(p) for p in row) + "\n" for row in probabilities)
+        probabilities = softmax(tuner.predict(features_of("test", tokenizer), FLAGS.predict_batch_size))
+        run_directory.write_test_results(FLAGS.output_dir, probabilities)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,11 @@ under kills.
     training_state/ckpt-N.*       model, optimizer, step, dropout RNG (for resuming)
     training_state/data_worker_W/ckpt-N.*   the input position of worker W at step N
     eval_results.txt              `key = value` lines (the original's format)
+    test_results.tsv              one line of tab-separated class probabilities (or the score) per test example
     labels.txt                    a classifier's or tagger's label names, in label-id order
+    best/                         fine-tuning with --best_metric: model.ckpt-N of the best dev evaluation, its
+                                  `checkpoint` index, eval_results.txt and labels.txt (`keep_best`)
+    dev_evaluations.jsonl         fine-tuning with --best_metric: every dev evaluation, {"step", "results"}
 
 A checkpoint bundle exists once its `.index` is in place: it is written under a temporary prefix and its
 files renamed, the index last (`write_bundle`). Retention keeps the newest `MAX_CHECKPOINTS_TO_KEEP` steps
@@ -16,6 +20,7 @@ up to the one just saved, so the newest intact state is never deleted.
 import glob
 import os
 import re
+import shutil
 
 import tensorflow as tf
 
@@ -25,6 +30,8 @@ STATE_DIR = "training_state"
 EXPORT_NAME = "model.ckpt"
 STATE_NAME = "ckpt"
 INDEX_FILE = "checkpoint"
+BEST_DIR = "best"
+EVALUATIONS_FILE = "dev_evaluations.jsonl"
 MAX_CHECKPOINTS_TO_KEEP = 5
 _STEP = re.compile(r"(?:^|/)(?:model\.)?ckpt-(\d+)$")
 
@@ -119,6 +126,15 @@ def write_results(directory, results, name=RESULTS_FILE):
     atomic_io.write_file(os.path.join(directory, name), "".join(f"{k} = {results[k]}\n" for k in sorted(results)))
 
 
+TEST_RESULTS_FILE = "test_results.tsv"
+
+
+def write_test_results(directory, rows, name=TEST_RESULTS_FILE):
+    """The original's test_results.tsv: per example (rows: float [N, C]) its C values, tab-separated."""
+    atomic_io.write_file(os.path.join(directory, name),
+                         "".join("\t".join(str(value) for value in row) + "\n" for row in rows))
+
+
 def newest_export(directory):
     """The prefix of the newest complete model.ckpt-N that `directory`'s `checkpoint` index names, or None.
 
@@ -153,3 +169,19 @@ def read_labels(output_dir):
         return None
     with open(path, encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f if line.strip()]
+
+
+def keep_best(output_dir, step, results):
+    """Replaces `output_dir/best/` in one step by the weights of `step` (output_dir's model.ckpt-<step>, just
+    saved by training), their `checkpoint` index, `results` as eval_results.txt and output_dir's labels.txt,
+    so that `--init_checkpoint=output_dir/best` and export_model.py read them; best/ is never missing."""
+    staging = atomic_io.temporary_path(os.path.join(output_dir, BEST_DIR))
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+    for path in glob.glob(glob.escape(checkpoint_prefix(output_dir, step)) + ".*"):
+        shutil.copy2(path, staging)
+    if os.path.exists(os.path.join(output_dir, LABELS_FILE)):
+        shutil.copy2(os.path.join(output_dir, LABELS_FILE), staging)
+    write_index(staging, step)
+    write_results(staging, results)
+    atomic_io.swap_directory(staging, os.path.join(output_dir, BEST_DIR))

@@ -42,3 +42,27 @@ def test_train_predict_evaluate_then_reuse_the_cache(squad_setup):
     with open(output / "predictions.json") as f:
         assert json.load(f) == predictions  # the same weights, from the checkpoint in output_dir
 
+
+
+def test_best_metric_keeps_the_best_dev_f1(squad_setup):
+    """SQuAD trains through the shared fine-tuning runner: --best_metric evaluates the predict file after
+    every checkpoint and keeps the best weights in best/; run_squad.py has no --do_eval."""
+    directory, flags = squad_setup
+    output = directory / "best_run"
+    done = run_script(*flags, "--do_train=True", f"--train_file={directory}/train-v2.0.json",
+                      f"--predict_file={directory}/dev-v2.0.json", f"--output_dir={output}", "--train_batch_size=8",
+                      "--num_train_epochs=0.6", "--save_checkpoints_steps=1", "--learning_rate=1e-3", "--seed=1",
+                      "--best_metric=f1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(output / "dev_evaluations.jsonl") as f:
+        evaluations = {entry["step"]: entry["results"] for entry in map(json.loads, f)}
+    assert sorted(evaluations) == [1, 2, 3] and all("f1" in r and "exact" in r for r in evaluations.values())
+    best_step = max(sorted(evaluations), key=lambda step: evaluations[step]["f1"])  # the first of equal ones
+    with open(output / "best" / "eval_results.txt") as f:
+        kept = dict(line.rstrip("\n").split(" = ") for line in f)
+    assert int(kept["global_step"]) == best_step and float(kept["f1"]) == evaluations[best_step]["f1"]
+    assert (output / "best" / f"model.ckpt-{best_step}.index").exists()
+
+    no_eval = run_script(*flags, "--do_eval=True", f"--predict_file={directory}/dev-v2.0.json",
+                         f"--output_dir={output}")
+    assert no_eval.returncode == 1 and "--do_eval is not a mode of this script" in no_eval.stderr

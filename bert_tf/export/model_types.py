@@ -1,0 +1,107 @@
+"""The model types that export_model.py exports: which Keras model and serving adapter each one is, its head
+size read from the checkpoint, and the check that every weight it serves was loaded.
+
+    model, adapter = build_model("classifier", config, "/tmp/mrpc_output", label_list=["0", "1"])
+    export_serving(adapter, vocab_file, True, 128, "/models/mrpc")
+"""
+
+import os
+
+from absl import logging
+
+from bert_tf import run_directory
+from bert_tf.checkpoints import load_checkpoint, open_checkpoint
+from bert_tf.config import BertConfig
+from bert_tf.export import serving, task_adapters
+from bert_tf.modeling.encoder import BertEncoder
+from bert_tf.modeling.tasks.classifier import BertClassifier
+from bert_tf.modeling.tasks.pretrainer import BertPretrainer
+from bert_tf.modeling.tasks.span_labeler import HEAD_SCOPE as SQUAD_HEAD_SCOPE, BertSpanLabeler
+from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
+
+MODEL_TYPES = ("encoder", "classifier", "squad", "ner", "pretrainer")
+# The options that only some model types read (export_model.py refuses them for the others).
+TASK_OPTIONS = {"label_list": ("classifier", "ner"), "max_answer_length": ("squad",)}
+
+_NEXT_SENTENCE = "cls/seq_relationship/output_weights"
+_POOLER = ("bert/pooler/",)
+_HEADS = {"classifier": "output_weights", "ner": "output_weights", "squad": SQUAD_HEAD_SCOPE + "output_weights"}
+
+
+def head_size(source, model_type):
+    """The number of outputs of the fine-tuned head of `model_type` in the opened checkpoint `source`."""
+    name = _HEADS[model_type]
+    if name not in source.shapes:
+        raise ValueError(f"{source.path} has no {name}: not a fine-tuned {model_type} checkpoint (pass a "
+                         "fine-tuning --output_dir or one of its model.ckpt-N as --init_checkpoint)")
+    return source.shapes[name][0]
+
+
+def _task_adapter(option, adapter_class, model, value):
+    """adapter_class(model, value); its ValueError (a bad label list / max_answer_length) names the option."""
+    try:
+        return adapter_class(model, value)
+    except ValueError as e:
+        raise ValueError(f"--{option}: {e}") from None
+
+
+def build_model(model_type, config, checkpoint, label_list=None, max_answer_length=30):
+    """The Keras model and its serving adapter for `model_type` (one of MODEL_TYPES), with every weight
+    loaded from `checkpoint` (any --init_checkpoint format).
+
+    label_list: the label names (classifier, ner; None for a regression classifier).
+    max_answer_length: squad's longest answer span, in word pieces.
+    ValueError when the checkpoint lacks a variable that the outputs read: an export never serves randomly
+    initialised weights.
+    """
+    if model_type not in MODEL_TYPES:
+        raise ValueError(f"model type {model_type!r}: expected one of {', '.join(MODEL_TYPES)}")
+    source = open_checkpoint(checkpoint)
+    unused = ()  # variable name prefixes the checkpoint may lack: parts of the model that outputs never read
+    if model_type == "encoder":
+        model = BertEncoder(config)
+        adapter = serving.EncoderAdapter(model)
+    elif model_type == "pretrainer":
+        # MLM-only pretraining (no NSP head in the checkpoint) leaves the pooler untrained and unused.
+        nsp = _NEXT_SENTENCE in source.shapes
+        model = BertPretrainer(config, use_next_sentence_label=nsp)
+        adapter, unused = serving.PretrainerAdapter(model), () if nsp else _POOLER
+    elif model_type == "classifier":
+        model = BertClassifier(config, head_size(source, model_type))
+        adapter = _task_adapter("label_list", task_adapters.ClassifierAdapter, model, label_list)
+    elif model_type == "ner":
+        model = BertTokenClassifier(config, head_size(source, model_type))
+        adapter = _task_adapter("label_list", task_adapters.TokenClassifierAdapter, model, label_list)
+        unused = _POOLER
+    else:
+        head_size(source, model_type)
+        model = BertSpanLabeler(config)
+        adapter = _task_adapter("max_answer_length", task_adapters.SpanLabelerAdapter, model, max_answer_length)
+        unused = _POOLER
+    report = load_checkpoint(model, checkpoint)
+    missing = [name for name in report.missing if not name.startswith(unused)]
+    if missing:
+        raise ValueError(f"{checkpoint} lacks {len(missing)} variable(s) of the {model_type} model "
+                         f"({', '.join(missing[:5])}); the export would serve random weights")
+    return model, adapter
+
+
+def saved_labels(checkpoint):
+    """The labels.txt that run_classifier.py / run_ner.py wrote beside `checkpoint` (a fine-tuning output
+    dir or a model.ckpt-N in one), or None."""
+    directory = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
+    labels = run_directory.read_labels(directory)
+    if labels is not None:
+        logging.info("Labels from %s: %s", os.path.join(directory, run_directory.LABELS_FILE), ", ".join(labels))
+    return labels
+
+
+def read_config(config_file, checkpoint):
+    """BertConfig of `config_file` if given, else the config embedded in (or beside, for HuggingFace)
+    `checkpoint`; ValueError when it has none."""
+    if config_file:
+        return BertConfig.from_json_file(config_file)
+    source = open_checkpoint(checkpoint)
+    if source.config is None:
+        raise ValueError(f"{source.path} ({source.format} checkpoint) carries no config: pass --bert_config_file")
+    return BertConfig.from_dict(source.config, source=source.path)

@@ -1,0 +1,96 @@
+"""Early stopping and the best checkpoint of a fine-tuning run: a dev evaluation after every checkpoint, the
+weights of the best one kept in output_dir/best/ (`run_directory.keep_best`), every evaluation recorded so
+that a rerun after a kill repeats at most one."""
+
+import json
+import os
+
+from absl import logging
+
+from bert_tf import atomic_io, run_directory
+
+
+class StopTraining(Exception):
+    """Raised by an `after_checkpoint` hook to end fine-tuning early."""
+
+
+class BestCheckpoint:
+    """Keeps the weights of the best dev evaluation in `output_dir/best/`: its model.ckpt-N (copied from
+    output_dir, where training just saved it), the `checkpoint` index file, eval_results.txt and labels.txt,
+    so `--init_checkpoint=output_dir/best` (or export_model.py) uses them.
+
+    Every dev evaluation is recorded in `output_dir/dev_evaluations.jsonl` (one JSON line per step:
+    {"step", "results"}), written after best/ is up to date: it is what a rerun reads back, so a kill at
+    any moment costs at most one repeated evaluation, and best/ is replaced in one step (never missing).
+
+    Args:
+      output_dir: the fine-tuning output dir.
+      metric: a key of the evaluation results, e.g. "eval_accuracy"; minimised if it contains "loss".
+      patience: with patience > 0, `update` raises StopTraining after that many evaluations in a row without
+        improvement (early stopping).
+    """
+
+    def __init__(self, output_dir, metric, patience=0):
+        self.output_dir, self.metric, self.patience = output_dir, metric, patience
+        self.best_dir = os.path.join(output_dir, run_directory.BEST_DIR)
+        self.minimise = "loss" in metric
+        self._history_file = os.path.join(output_dir, run_directory.EVALUATIONS_FILE)
+        atomic_io.restore_directory(self.best_dir)
+        self.history = {}  # step -> results
+        if os.path.exists(self._history_file):
+            with open(self._history_file, encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    try:
+                        entry = json.loads(line)
+                        self.history[int(entry["step"])] = entry["results"]
+                    except (ValueError, KeyError, TypeError) as e:
+                        raise ValueError(f"{self._history_file}:{number}: not a dev evaluation line ({e})") from None
+
+    def _improves(self, value, best):
+        return best is None or (value < best if self.minimise else value > best)
+
+    def _scan(self):
+        """(best value, evaluations since the last improvement) over the recorded evaluations, in step order."""
+        best, since = None, 0
+        for step in sorted(self.history):
+            value = float(self.history[step][self.metric])
+            if self._improves(value, best):
+                best, since = value, 0
+            else:
+                since += 1
+        return best, since
+
+    @property
+    def best(self):
+        return self._scan()[0]
+
+    def update(self, step, evaluate):
+        """After the checkpoint of `step`: `evaluate()` (the dev results, a dict of floats) unless this step
+        was already evaluated (a rerun after a kill); copies the weights to best/ when `metric` improved.
+        Raises ValueError for an unknown metric, StopTraining when patience has run out."""
+        if step not in self.history:
+            results = {**evaluate(), "global_step": step}
+            if self.metric not in results:
+                raise ValueError(f"--best_metric={self.metric} is not an evaluation result; expected one of "
+                                 f"{', '.join(sorted(results))}")
+            unknown = [s for s in self.history if self.metric not in self.history[s]]
+            if unknown:
+                raise ValueError(f"{self._history_file}: the evaluation of step {unknown[0]} has no "
+                                 f"{self.metric}; was this output_dir trained with another --best_metric?")
+            best = self.best
+            value = float(results[self.metric])
+            logging.info("Dev evaluation at step %d: %s = %.6g (best so far %s)", step, self.metric, value,
+                         "none" if best is None else f"{best:.6g}")
+            if self._improves(value, best):
+                self._keep(step, results)
+            self.history[step] = {k: float(v) for k, v in results.items()}
+            atomic_io.write_file(self._history_file, "".join(
+                json.dumps({"step": s, "results": self.history[s]}) + "\n" for s in sorted(self.history)))
+        best, since = self._scan()
+        if self.patience and since >= self.patience:
+            raise StopTraining(f"{self.metric} did not improve on {best:.6g} in {self.patience} evaluation(s)")
+
+    def _keep(self, step, results):
+        run_directory.keep_best(self.output_dir, step, results)
+        logging.info("Kept the weights of step %d in %s", step, self.best_dir)
+

@@ -1,0 +1,35 @@
+"""The flags that name a BERT model's files, defined once for every script (a script-side module: the library
+under bert_tf/ never reads flags).
+
+    import model_flags
+    model_flags.define("bert_config_file", "vocab_file", "init_checkpoint", "do_lower_case")
+
+Each script defines the ones it reads, with one meaning and one help text everywhere (the original's names
+and defaults); a script marks them required itself when it has no default for them.
+"""
+
+from absl import flags
+
+_DEFINITIONS = {
+    "bert_config_file": lambda: flags.DEFINE_string(
+        "bert_config_file", None, "bert_config.json (Google) or config.json (HuggingFace) of the model. "
+        "export_model.py and convert_checkpoint.py default to the config embedded in (or beside) "
+        "--init_checkpoint."),
+    "vocab_file": lambda: flags.DEFINE_string(
+        "vocab_file", None, "The vocab.txt that the BERT model was trained on."),
+    "init_checkpoint": lambda: flags.DEFINE_string(
+        "init_checkpoint", None, "The model's weights: a Google TF1 checkpoint prefix (bert_model.ckpt), a "
+        "bert_tf checkpoint or training output_dir (its newest model.ckpt-N), or a HuggingFace directory / "
+        "model.safetensors. Weights it lacks (a new task head) start from scratch and are reported."),
+    "do_lower_case": lambda: flags.DEFINE_bool(
+        "do_lower_case", True, "Lower-case and strip accents: True for uncased models, False for cased ones."),
+}
+NAMES = tuple(_DEFINITIONS)
+
+
+def define(*names):
+    """Defines the model-file flags `names` (of NAMES) in the calling script's FLAGS."""
+    for name in names:
+        if name not in _DEFINITIONS:
+            raise ValueError(f"model_flags.define({name!r}): expected one of {', '.join(NAMES)}")
+        _DEFINITIONS[name]()
