@@ -13,7 +13,6 @@ learned). Distinct words are counted in memory: for a very large corpus, pass a 
 from absl import flags, logging
 
 import model_flags
-
 from bert_tf import scripting
 from bert_tf.data.pretraining.corpus import INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, CorpusReader, expand_input_patterns
 from bert_tf.data.pretraining.vocab_builder import count_words, learn_vocab, unknown_rate, write_vocab

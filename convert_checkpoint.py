@@ -13,7 +13,6 @@ import os
 from absl import flags, logging
 
 import model_flags
-
 from bert_tf import BertConfig, atomic_io, scripting
 from bert_tf.checkpoints import convert_checkpoint, open_checkpoint
 

@@ -29,12 +29,11 @@ import time
 from absl import flags, logging
 
 import model_flags
-
 from bert_tf import scripting
 from bert_tf.data.pretraining.corpus import INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, expand_input_patterns
-from bert_tf.data.pretraining.masking import MaskingConfig
 from bert_tf.data.pretraining.instances import InstanceOptions
 from bert_tf.data.pretraining.job import create_pretraining_data, output_files_from_flag, summary_lines
+from bert_tf.data.pretraining.masking import MaskingConfig
 from bert_tf.tokenization import FullTokenizer
 
 FLAGS = flags.FLAGS

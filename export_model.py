@@ -43,9 +43,9 @@ flags.DEFINE_enum("export_format", "serving", ["serving", "hub"],
 flags.DEFINE_integer("max_seq_length", 128, "T of every signature: the packed length of raw text inputs.")
 flags.DEFINE_string("export_dir", None, "Where to write the SavedModel(s).")
 flags.DEFINE_list("label_list", None, "classifier and ner: the label names in label-id order; default: the "
-                  "labels.txt the fine-tuning run wrote beside --init_checkpoint (run_classifier.py: the task's labels, "
-                  "e.g. 0,1 for MRPC, or its --label_list; run_ner.py: the training file's tags, sorted, O first). "
-                  "Not for a regression classifier.")
+                  "labels.txt the fine-tuning run wrote beside --init_checkpoint (run_classifier.py: the task's "
+                  "labels, e.g. 0,1 for MRPC, or its --label_list; run_ner.py: the training file's tags, sorted, O "
+                  "first). Not for a regression classifier.")
 flags.DEFINE_integer("max_answer_length", 30, "squad: the longest answer span, in word pieces.")
 for name in ("vocab_file", "init_checkpoint", "export_dir"):
     flags.mark_flag_as_required(name)

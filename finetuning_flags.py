@@ -13,11 +13,10 @@ from absl import flags, logging
 import flag_checks
 import model_flags
 import training_flags
-
 from bert_tf import BertConfig, run_directory
+from bert_tf.tokenization import FullTokenizer
 from bert_tf.training.best_checkpoint import BestCheckpoint
 from bert_tf.training.finetuning import FineTuner, FineTuningOptions
-from bert_tf.tokenization import FullTokenizer
 
 FLAGS = flags.FLAGS
 model_flags.define("bert_config_file", "vocab_file", "init_checkpoint", "do_lower_case")
@@ -94,9 +93,9 @@ def create_finetuner(strategy, model_fn):
 
 
 def train(tuner, data, dev_results):
-    """Fine-tunes on `data` (features in memory or a TrainingInput, see FineTuner.train); with --best_metric, `dev_results()` (the eval_results.txt dict of the current
-    weights) runs after every checkpoint and the best weights go to output_dir/best/ (see BestCheckpoint),
-    with --early_stopping_patience stopping early."""
+    """Fine-tunes on `data` (features in memory or a TrainingInput, see FineTuner.train); with --best_metric,
+    `dev_results()` (the eval_results.txt dict of the current weights) runs after every checkpoint and the best
+    weights go to output_dir/best/ (see BestCheckpoint), with --early_stopping_patience stopping early."""
     if not FLAGS.best_metric:
         if FLAGS.early_stopping_patience:
             raise ValueError("--early_stopping_patience needs --best_metric (the dev result to watch)")

@@ -14,8 +14,13 @@ The output is written under a temporary name and renamed when complete.
 from absl import flags, logging
 
 from bert_tf import scripting
-from bert_tf.data.pretraining.corpus import (INPUT_FORMATS, INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, expand_input_patterns,
-                                 prepare_corpus)
+from bert_tf.data.pretraining.corpus import (
+    INPUT_FORMATS,
+    INVALID_UTF8_CHOICES,
+    INVALID_UTF8_HELP,
+    expand_input_patterns,
+    prepare_corpus,
+)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Raw input files: comma-separated list of files or glob patterns.")

@@ -31,10 +31,12 @@ import finetuning_flags
 import flag_checks
 import training_flags
 from bert_tf import run_directory, scripting
+from bert_tf.data.tasks import classification
+from bert_tf.data.tasks import glue as glue_tasks
+from bert_tf.data.tasks import tfds as tfds_tasks
 from bert_tf.evaluation import glue_metrics
-from bert_tf.data.tasks import classification, glue as glue_tasks, tfds as tfds_tasks
-from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.evaluation.probabilities import softmax, softmax_cross_entropy
+from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.classifier import BertClassifier
 
 FLAGS = flags.FLAGS

@@ -24,11 +24,11 @@ from absl import flags, logging
 
 import finetuning_flags
 import training_flags
-from bert_tf.evaluation import conlleval
 from bert_tf import run_directory, scripting
 from bert_tf.data.tasks import tagging
-from bert_tf.feature_schema import LABEL_IDS
+from bert_tf.evaluation import conlleval
 from bert_tf.evaluation.probabilities import softmax_cross_entropy
+from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
 FLAGS = flags.FLAGS

@@ -27,7 +27,8 @@ from absl import flags, logging
 
 import finetuning_flags
 from bert_tf import atomic_io, scripting
-from bert_tf.data.squad import records as squad_records, tfds as squad_tfds
+from bert_tf.data.squad import records as squad_records
+from bert_tf.data.squad import tfds as squad_tfds
 from bert_tf.data.squad.examples import load_squad_json
 from bert_tf.data.squad.postprocess import RawResult, compute_predictions, write_predictions
 from bert_tf.evaluation.squad import evaluate

@@ -20,11 +20,11 @@ from absl import flags
 
 import finetuning_flags
 import training_flags
-from bert_tf.evaluation import glue_metrics
 from bert_tf import run_directory, scripting
 from bert_tf.data.tasks import multiple_choice
-from bert_tf.feature_schema import LABEL_IDS
+from bert_tf.evaluation import glue_metrics
 from bert_tf.evaluation.probabilities import softmax, softmax_cross_entropy
+from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 
 FLAGS = flags.FLAGS

@@ -34,13 +34,14 @@ import tensorflow_text  # noqa: F401  (registers the WordPiece op for loading)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory  # noqa: E402
-from bert_tf.export import serving as export, task_adapters as export_tasks
-from bert_tf.data.packing import pack_tokens  # noqa: E402
-from bert_tf.modeling.tasks.classifier import BertClassifier  # noqa: E402
+from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory
+from bert_tf.data.packing import pack_tokens
+from bert_tf.export import serving as export
+from bert_tf.export import task_adapters as export_tasks
 from bert_tf.feature_schema import INPUT_NAMES
-from bert_tf.tokenization import FullTokenizer  # noqa: E402
-from tools import pypi_data  # noqa: E402
+from bert_tf.modeling.tasks.classifier import BertClassifier
+from bert_tf.tokenization import FullTokenizer
+from tools import pypi_data
 
 RESULTS = os.path.join(ROOT, "bench", "RESULTS.md")
 HEADER = ("# Benchmark results\n\n"
@@ -140,7 +141,8 @@ def main():
     text = "\n".join([
         "", f"## bench_export.py ({args.model_type}) — {datetime.date.today().isoformat()}", "",
         f"`python bench/bench_export.py {' '.join(sys.argv[1:])}`", "",
-        f"MiniLM-L6-H384 {args.model_type} ({args.init_checkpoint or 'MiniLM weights'}), seq_length {args.seq_length}, real SOTU text; {platform.machine()}, "
+        f"MiniLM-L6-H384 {args.model_type} ({args.init_checkpoint or 'MiniLM weights'}), "
+        f"seq_length {args.seq_length}, real SOTU text; {platform.machine()}, "
         f"{os.cpu_count()} CPU cores (shared), TF {tf.__version__}, float32, no XLA.", "",
         f"Export {export_s:.1f} s; load {load_s:.1f} s; first serve_text request {first_s:.2f} s.", "",
         *table, "", f"Latency ratios: {ratios}.", ""])

@@ -79,6 +79,7 @@ def tf_setup(case):
 def bert_tf_step(case, config, features):
     """A function running one inference call or one training step of bert_tf."""
     import tensorflow as tf
+
     from bert_tf.feature_schema import INPUT_NAMES
     from bert_tf.modeling.encoder import BertEncoder
     from bert_tf.modeling.tasks.pretrainer import BertPretrainer
@@ -158,6 +159,7 @@ def keras_hub_step(case, config, features):
 def torch_step(case, config, features):
     """HF transformers' BertModel (inference) or BertForPreTraining + AdamW (training step), CPU, eager."""
     import contextlib
+
     import torch
     import transformers
     hf_config = transformers.BertConfig(
@@ -245,8 +247,10 @@ def peer_python():
     """The python of the peers' venv (torch, transformers, tensorflow, keras, keras-hub, pinned), built once
     per machine under ~/.cache."""
     import platform
+
     import keras
     import tensorflow as tf
+
     from tools.pinned_venv import pinned_venv_python
     pins = [f"torch=={TORCH}", f"transformers=={TRANSFORMERS}", f"tensorflow=={tf.__version__}",
             f"keras=={keras.__version__}", f"keras-hub=={KERAS_HUB}"]
@@ -300,6 +304,7 @@ def main():
 
     import datetime
     import platform
+
     import numpy as np
     sys.path.insert(0, ROOT)
     from bench.bench_export import append_results
@@ -308,7 +313,9 @@ def main():
 
     config, config_path = load_config(args.config)
     bert_config = BertConfig.from_dict(config)
-    split = lambda text: [t for t in text.split(",") if t]  # noqa: E731
+    def split(text):
+        return [t for t in text.split(",") if t]
+
     dtypes, libraries, tasks = split(args.dtypes), split(args.libraries), split(args.tasks)
     xla_settings = [{"on": True, "off": False}[x] for x in split(args.xla)]
     cases = []

@@ -57,6 +57,7 @@ def dense_block(kind, x, policy):
     """A callable running the feed-forward block with keras Dense or BertDense under `policy`."""
     import keras
     import tensorflow as tf
+
     from bert_tf.modeling.layers.activations import gelu
     from bert_tf.modeling.layers.dense import BertDense
     keras.mixed_precision.set_global_policy(policy)
@@ -87,6 +88,7 @@ def forward_backward_block(function, shape, dtype, variables=()):
 def gelu_block(kind, shape):
     import keras
     import tensorflow as tf
+
     from bert_tf.modeling.layers.activations import gelu, gelu_for_training
     function = {"keras.activations.gelu": lambda v: keras.activations.gelu(v, approximate=False),
                 "bert_tf gelu": gelu, "gelu_for_training": gelu_for_training}[kind]
@@ -96,13 +98,18 @@ def gelu_block(kind, shape):
 def layer_norm_block(kind, shape):
     import keras
     import tensorflow as tf
+
     from bert_tf.modeling.layers.layer_norm import BertLayerNorm
     if kind == "keras LayerNormalization":
         layer = keras.layers.LayerNormalization(epsilon=1e-12)
         function = layer
     else:
         layer = BertLayerNorm(epsilon=1e-12)
-        function = lambda v: layer(v, training=True)  # noqa: E731
+
+        def function(v):
+            return layer(v, training=True)
+
+
     layer.build(shape)
     return forward_backward_block(function, shape, tf.float32, [layer.gamma, layer.beta])
 
@@ -110,6 +117,7 @@ def layer_norm_block(kind, shape):
 def dropout_block(kind, shape, dtype):
     import keras
     import tensorflow as tf
+
     from bert_tf.modeling.layers.dropout import BertDropout
     layer = BertDropout(0.1, seed=1, dtype=dtype) if kind == "BertDropout" else keras.layers.Dropout(
         0.1, seed=1, dtype=dtype)
@@ -121,6 +129,7 @@ def dropout_block(kind, shape, dtype):
 def qkv_block(fused, x):
     import keras
     import tensorflow as tf
+
     from bert_tf.modeling.layers.dense import BertDense
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     layers = [BertDense(768) for _ in range(3)]
@@ -142,6 +151,7 @@ def qkv_block(fused, x):
 def optimizer_block(kind):
     import keras
     import tensorflow as tf
+
     from bert_tf.config import BertConfig
     from bert_tf.modeling.encoder import BertEncoder
     from bert_tf.training import optimization
@@ -163,6 +173,7 @@ def optimizer_block(kind):
 def predict_block(trimmed, features, tuner):
     """One pass of `tuner.predict` (a FineTuner) over `features` (trimmed) or of full-length in-order batches."""
     import tensorflow as tf
+
     from bert_tf.data.tasks.pipeline import make_dataset
     from bert_tf.feature_schema import INPUT_NAMES
     if trimmed:
@@ -186,6 +197,7 @@ def finetune_block(trim, features, tuner):
 def sentiment_features(count, seq_length):
     """(features of the first `count` Rotten Tomatoes snippets, MiniLM dir, mean real tokens per example)."""
     import tempfile
+
     from bert_tf.data.tasks.classification import InputExample, convert_examples
     from bert_tf.tokenization import FullTokenizer
     from tools import make_finetuning_data, pypi_data
@@ -251,9 +263,10 @@ def qkv_rows(args):
 def predict_and_finetune_rows(args):
     import keras
     import tensorflow as tf
+
     from bert_tf import BertConfig
-    from bert_tf.training.finetuning import FineTuner, FineTuningOptions
     from bert_tf.modeling.tasks.classifier import BertClassifier
+    from bert_tf.training.finetuning import FineTuner, FineTuningOptions
     features, minilm, mean_length = sentiment_features(args.predict_examples, 128)
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     config = BertConfig.from_json_file(os.path.join(minilm, "config.json"))
@@ -294,6 +307,7 @@ def main():
     if unknown:
         parser.error(f"--blocks: unknown {sorted(unknown)}; expected some of {', '.join(BLOCKS)}")
     import tensorflow as tf
+
     from bench.bench_export import append_results
     rows = []
     for name in args.blocks.split(","):

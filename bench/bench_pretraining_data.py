@@ -35,14 +35,14 @@ from absl import app, flags
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bert_tf.data.pretraining import job as pretraining_job  # noqa: E402
-from bert_tf.data.pretraining.corpus import prepare_corpus  # noqa: E402
-from bert_tf.data.pretraining.masking import MaskingConfig  # noqa: E402
-from bert_tf.data.pretraining.pipeline import pretraining_dataset, record_stats  # noqa: E402
-from bert_tf.data.pretraining.instances import InstanceOptions, PretrainingStats  # noqa: E402
-from bert_tf.tokenization import FullTokenizer  # noqa: E402
-from tools.original_bert import import_original  # noqa: E402
-from tools import pypi_data  # noqa: E402
+from bert_tf.data.pretraining import job as pretraining_job
+from bert_tf.data.pretraining.corpus import prepare_corpus
+from bert_tf.data.pretraining.instances import InstanceOptions, PretrainingStats
+from bert_tf.data.pretraining.masking import MaskingConfig
+from bert_tf.data.pretraining.pipeline import pretraining_dataset, record_stats
+from bert_tf.tokenization import FullTokenizer
+from tools import pypi_data
+from tools.original_bert import import_original
 
 ORIGINAL = import_original("create_pretraining_data")  # before our flags: it defines some of the same names
 ORIGINAL_TOKENIZATION = import_original("tokenization")

@@ -41,11 +41,11 @@ import tensorflow as tf
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench.bench_export import append_results, measure  # noqa: E402
-from bert_tf.tokenization import FullTokenizer  # noqa: E402
-from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer  # noqa: E402
-from tools import pypi_data  # noqa: E402
-from tools.original_bert import import_original  # noqa: E402
+from bench.bench_export import append_results, measure
+from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer
+from bert_tf.tokenization import FullTokenizer
+from tools import pypi_data
+from tools.original_bert import import_original
 
 PIP_COMMAND = "pip install tokenizers"
 
@@ -183,7 +183,8 @@ def main():
         "", f"## bench_tokenizers.py — {datetime.date.today().isoformat()}", "",
         f"`{' '.join(['python bench/bench_tokenizers.py', *sys.argv[1:]])}`", "",
         f"{len(lines):,} lines ({'SOTU' if not args.mix_file else f'SOTU + {os.path.relpath(args.mix_file, ROOT)}'}, "
-        f"{sum(not line.isascii() for line in lines) / len(lines):.1%} not pure ASCII), {megabytes:.2f} MB, {pieces:,} word pieces (FullTokenizer), MiniLM vocab "
+        f"{sum(not line.isascii() for line in lines) / len(lines):.1%} not pure ASCII), {megabytes:.2f} MB, "
+        f"{pieces:,} word pieces (FullTokenizer), MiniLM vocab "
         f"(uncased); {platform.machine()}, {os.cpu_count()} CPU cores (shared; load average "
         f"{load_start[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end), Python {platform.python_version()}, "
         f"TF {tf.__version__}, tokenizers {tokenizers.__version__}; 1 warm-up pass + {args.rounds} interleaved "

@@ -14,8 +14,8 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import atomic_io
-from bert_tf.data.pretraining.corpus import read_lines
 from bert_tf.data.packing import pack_tokens
+from bert_tf.data.pretraining.corpus import read_lines
 from bert_tf.feature_schema import ENCODER_OUTPUTS, INPUT_IDS, INPUT_MASK, SEGMENT_IDS
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")

@@ -9,11 +9,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import pytest  # noqa: E402
+import pytest
 
-from bert_tf.tokenization import FullTokenizer  # noqa: E402
-from tests.helpers import configs  # noqa: E402
-from tools import pypi_data  # noqa: E402
+from bert_tf.tokenization import FullTokenizer
+from tests.helpers import configs
+from tools import pypi_data
 
 
 @pytest.fixture(scope="session")

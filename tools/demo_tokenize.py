@@ -15,5 +15,6 @@ if __name__ == "__main__":
     python_ids = [python_tokenizer.convert_tokens_to_ids(python_tokenizer.tokenize(line)) for line in lines]
     graph_ids = BertTokenizer(vocab_file, do_lower_case=True).tokenize(tf.constant(lines)).to_list()
     same = sum(p == g for p, g in zip(python_ids, graph_ids))
-    print(f"{len(lines)} lines, {sum(map(len, python_ids))} WordPiece tokens; in-graph ids equal on {same}/{len(lines)}")
+    print(f"{len(lines)} lines, {sum(map(len, python_ids))} WordPiece tokens; "
+          f"in-graph ids equal on {same}/{len(lines)}")
     print("line 0:", " ".join(python_tokenizer.tokenize(lines[0])[:24]), "...")

@@ -21,8 +21,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bert_tf.data.tasks.tagging import read_conll  # noqa: E402
-from tools import pypi_data  # noqa: E402
+from bert_tf.data.tasks.tagging import read_conll
+from tools import pypi_data
 
 
 def _one_line(text):

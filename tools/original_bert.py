@@ -14,8 +14,8 @@ import importlib
 import sys
 import types
 
-from absl import flags
 import tensorflow as tf
+from absl import flags
 
 
 def import_original(name):

@@ -2,6 +2,8 @@
 the logits that `FineTuner.predict` gathers (eval_loss, test_results.tsv)."""
 
 import numpy as np
+
+
 def log_softmax(logits):
     """logits float [..., C] -> float64 log-probabilities [..., C]."""
     logits = np.asarray(logits, np.float64)

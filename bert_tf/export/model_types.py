@@ -16,7 +16,8 @@ from bert_tf.export import serving, task_adapters
 from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
-from bert_tf.modeling.tasks.span_labeler import HEAD_SCOPE as SQUAD_HEAD_SCOPE, BertSpanLabeler
+from bert_tf.modeling.tasks.span_labeler import HEAD_SCOPE as SQUAD_HEAD_SCOPE
+from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
 MODEL_TYPES = ("encoder", "classifier", "squad", "ner", "pretrainer")

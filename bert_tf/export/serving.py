@@ -13,8 +13,8 @@ batch, T the exported `seq_length`:
       `inputs`, the name TF Serving's classify/regress APIs feed.
 
 Signatures cannot have optional inputs, hence the separate `serve_text_pair`. The raw-text signatures
-tokenize in the graph with `bert_tf.in_graph_tokenization.BertTokenizer` (FullTokenizer's ids) and pack and truncate with
-`BertPacker` (the original's truncation); strings that are not valid UTF-8 fail the request with an
+tokenize in the graph with `bert_tf.in_graph_tokenization.BertTokenizer` (FullTokenizer's ids) and pack and
+truncate with `BertPacker` (the original's truncation); strings that are not valid UTF-8 fail the request with an
 InvalidArgumentError naming the rows, and so do out-of-range ids, masks or segment ids.
 
 A model plugs in through an adapter, a `ServingAdapter`: `model` (the Keras model, whose variables are
@@ -45,8 +45,14 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import atomic_io
-from bert_tf.feature_schema import (ENCODER_OUTPUTS, INPUT_IDS, INPUT_NAMES, MASKED_LM_POSITIONS, POOLED_OUTPUT,
-                                    SEQUENCE_OUTPUT)
+from bert_tf.feature_schema import (
+    ENCODER_OUTPUTS,
+    INPUT_IDS,
+    INPUT_NAMES,
+    MASKED_LM_POSITIONS,
+    POOLED_OUTPUT,
+    SEQUENCE_OUTPUT,
+)
 from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer
 
 TEXT_A, TEXT_B = "text_a", "text_b"

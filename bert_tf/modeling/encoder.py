@@ -4,8 +4,15 @@ import keras
 from keras import ops
 
 from bert_tf.config import BertConfig
-from bert_tf.feature_schema import (ENCODER_OUTPUTS, INPUT_IDS, INPUT_MASK, INPUT_NAMES, POOLED_OUTPUT, SEGMENT_IDS,
-                                    SEQUENCE_OUTPUT)
+from bert_tf.feature_schema import (
+    ENCODER_OUTPUTS,
+    INPUT_IDS,
+    INPUT_MASK,
+    INPUT_NAMES,
+    POOLED_OUTPUT,
+    SEGMENT_IDS,
+    SEQUENCE_OUTPUT,
+)
 from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.layers.embeddings import BertEmbeddings
 from bert_tf.modeling.layers.transformer import BertTransformerLayer

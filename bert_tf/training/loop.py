@@ -9,8 +9,8 @@ pass is one `tf.function(jit_compile=use_xla)` per micro-batch and the optimizer
 The model is an `ObjectiveModel` (bert_tf/modeling/tasks/objective.py): it defines its loss terms
 (`objective_weights(features)`, `objective(features, outputs)`). Each term is normalised by its weight
 summed over the *global* batch (all replicas, all micro-batches) before the backward pass, so one device,
-N replicas and N accumulation steps compute the same gradient. Gradients are summed over the replicas, then clipped by their
-global norm, then applied.
+N replicas and N accumulation steps compute the same gradient. Gradients are summed over the replicas, then
+clipped by their global norm, then applied.
 
 The layout of `model_dir` and the rules that keep it consistent under kills are `bert_tf.run_directory`'s:
 weights as model.ckpt-N (Google's names, any script's --init_checkpoint), the training state and each
@@ -32,7 +32,6 @@ from tensorflow.core.framework import summary_pb2
 from bert_tf import atomic_io, checkpoints, run_directory
 from bert_tf.feature_schema import INPUT_IDS
 from bert_tf.training import distribute
-
 
 # What TensorBoard's scalar summaries carry; written with tf.summary.write, so the tensorboard package (which
 # tf.summary.scalar needs) is not a dependency.

@@ -158,7 +158,8 @@ class Lamb(AdamWeightDecay):
         self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) * ratio * update)
 
 
-def create_optimizer(name, learning_rate, num_train_steps, num_warmup_steps, weight_decay_rate=0.01, decay_power=1.0, loss_scaling=False):
+def create_optimizer(name, learning_rate, num_train_steps, num_warmup_steps, weight_decay_rate=0.01, decay_power=1.0,
+                     loss_scaling=False):
     """The optimizer `name` (one of OPTIMIZERS) with the warmup + polynomial decay schedule.
 
     - adam_weight_decay: the original's AdamWeightDecay (no bias correction, epsilon 1e-6).

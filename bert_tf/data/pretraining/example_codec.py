@@ -13,8 +13,15 @@ import operator
 import struct
 
 from bert_tf.data.pretraining import records as tfrecord
-from bert_tf.feature_schema import (INPUT_IDS, INPUT_MASK, MASKED_LM_IDS, MASKED_LM_POSITIONS, MASKED_LM_WEIGHTS,
-                                    NEXT_SENTENCE_LABELS, SEGMENT_IDS)
+from bert_tf.feature_schema import (
+    INPUT_IDS,
+    INPUT_MASK,
+    MASKED_LM_IDS,
+    MASKED_LM_POSITIONS,
+    MASKED_LM_WEIGHTS,
+    NEXT_SENTENCE_LABELS,
+    SEGMENT_IDS,
+)
 
 
 def _varint(value):

@@ -12,8 +12,8 @@ import itertools
 import random
 import re
 
-from bert_tf.data.pretraining.masking import MaskingConfig, mask_tokens
 from bert_tf.data.pretraining.example_codec import PretrainingExampleEncoder
+from bert_tf.data.pretraining.masking import MaskingConfig, mask_tokens
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,8 +13,15 @@ import tensorflow as tf
 from bert_tf.data import record_framing
 from bert_tf.data.pretraining import records as tfrecord
 from bert_tf.data.pretraining.instances import PretrainingStats
-from bert_tf.feature_schema import (INPUT_IDS, INPUT_MASK, INPUT_NAMES, MASKED_LM_IDS, MASKED_LM_POSITIONS,
-                                    MASKED_LM_WEIGHTS, NEXT_SENTENCE_LABELS)
+from bert_tf.feature_schema import (
+    INPUT_IDS,
+    INPUT_MASK,
+    INPUT_NAMES,
+    MASKED_LM_IDS,
+    MASKED_LM_POSITIONS,
+    MASKED_LM_WEIGHTS,
+    NEXT_SENTENCE_LABELS,
+)
 
 UNMASKED_FEATURES = INPUT_NAMES + (NEXT_SENTENCE_LABELS,)
 

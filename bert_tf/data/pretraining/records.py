@@ -6,8 +6,13 @@ imported inside the functions: data-creation worker processes use only the names
 
 import numpy as np
 
-from bert_tf.feature_schema import (INPUT_NAMES, MASKED_LM_IDS, MASKED_LM_POSITIONS, MASKED_LM_WEIGHTS,
-                                    NEXT_SENTENCE_LABELS)
+from bert_tf.feature_schema import (
+    INPUT_NAMES,
+    MASKED_LM_IDS,
+    MASKED_LM_POSITIONS,
+    MASKED_LM_WEIGHTS,
+    NEXT_SENTENCE_LABELS,
+)
 
 # In the records: INPUT_NAMES [max_seq_length] int64, these two [max_predictions_per_seq] int64,
 # MASKED_LM_WEIGHTS [max_predictions_per_seq] float32, NEXT_SENTENCE_LABELS [1] int64.

@@ -28,9 +28,22 @@ from absl import logging
 from bert_tf import atomic_io
 from bert_tf.data import record_framing
 from bert_tf.data.squad import examples as squad
-from bert_tf.feature_schema import (DOC_SPAN_INDEX, END_POSITIONS, EXAMPLE_INDEX, INPUT_IDS, INPUT_MASK, INPUT_NAMES,
-                                    IS_IMPOSSIBLE, SEGMENT_IDS, SPAN_LABELS, START_POSITIONS, TOKENS,
-                                    TOKEN_IS_MAX_CONTEXT, TOKEN_TO_ORIG_MAP, UNIQUE_IDS)
+from bert_tf.feature_schema import (
+    DOC_SPAN_INDEX,
+    END_POSITIONS,
+    EXAMPLE_INDEX,
+    INPUT_IDS,
+    INPUT_MASK,
+    INPUT_NAMES,
+    IS_IMPOSSIBLE,
+    SEGMENT_IDS,
+    SPAN_LABELS,
+    START_POSITIONS,
+    TOKEN_IS_MAX_CONTEXT,
+    TOKEN_TO_ORIG_MAP,
+    TOKENS,
+    UNIQUE_IDS,
+)
 
 CACHE_FORMAT_VERSION = 1
 TRAINING_SHUFFLE_SEED = 12345  # the original shuffles the training examples with random.Random(12345)

@@ -10,8 +10,8 @@ import re
 
 import numpy as np
 
-from bert_tf.data.tasks.classification import read_rows
 from bert_tf.data.packing import pack_tokens
+from bert_tf.data.tasks.classification import read_rows
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS
 
 

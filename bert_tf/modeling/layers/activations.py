@@ -1,4 +1,13 @@
-"""Activation functions named as in `bert_config.json` (`hidden_act`)."""
+"""Activation functions named as in `bert_config.json` (`hidden_act`).
+
+Why `"gelu"` is the exact erf form although the original code's `gelu` is the tanh approximation: the
+google-research/bert repository first computed GELU with erf, and the released checkpoints were trained
+with that form; the repository switched its `gelu` to the tanh approximation later (what the bert-tensorflow
+package has), without retraining them. HuggingFace's `"gelu"` is the erf form too, for the same reason, and
+names the approximation `"gelu_new"`. So a released checkpoint reproduces its outputs here with `"gelu"`
+(tests/test_parity.py checks the encoder against HF's outputs of real weights); `"gelu_new"` / `"gelu_tanh"`
+select the tanh form (at most 4.7e-4 from the erf form per activation).
+"""
 
 import math
 

@@ -4,9 +4,18 @@ import keras
 from keras import ops
 
 from bert_tf.config import BertConfig
-from bert_tf.feature_schema import (INPUT_IDS, INPUT_NAMES, MASKED_LM_IDS, MASKED_LM_LOGITS, MASKED_LM_POSITIONS,
-                                    MASKED_LM_WEIGHTS, NEXT_SENTENCE_LABELS, NEXT_SENTENCE_LOGITS, POOLED_OUTPUT,
-                                    SEQUENCE_OUTPUT)
+from bert_tf.feature_schema import (
+    INPUT_IDS,
+    INPUT_NAMES,
+    MASKED_LM_IDS,
+    MASKED_LM_LOGITS,
+    MASKED_LM_POSITIONS,
+    MASKED_LM_WEIGHTS,
+    NEXT_SENTENCE_LABELS,
+    NEXT_SENTENCE_LOGITS,
+    POOLED_OUTPUT,
+    SEQUENCE_OUTPUT,
+)
 from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.layers.pretraining_heads import MaskedLMHead, NextSentenceHead
 from bert_tf.modeling.tasks.objective import ObjectiveModel, cross_entropy_and_hits

@@ -8,7 +8,6 @@ from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
 
 
-
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertTokenClassifier(BertTaskModel):
     """Token classification (Devlin et al. 2019, section 5.3, NER): dropout on every token's last-layer
