@@ -24,7 +24,6 @@ MNLI's mismatched test set: test_mismatched_results.tsv) and the GLUE leaderboar
 import functools
 import os
 
-import numpy as np
 from absl import flags, logging
 
 import finetuning_flags
@@ -35,7 +34,7 @@ from bert_tf.data.tasks import classification
 from bert_tf.data.tasks import glue as glue_tasks
 from bert_tf.data.tasks import tfds as tfds_tasks
 from bert_tf.evaluation import glue_metrics
-from bert_tf.evaluation.probabilities import softmax, softmax_cross_entropy
+from bert_tf.evaluation.probabilities import softmax
 from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.classifier import BertClassifier
 
@@ -89,20 +88,12 @@ def evaluate(tuner, processor, split, tokenizer):
     """{metric: value} of the model on one dev split: loss, accuracy and the processor's metrics."""
     examples, features = features_of(processor, split, tokenizer)
     outputs = tuner.predict(features, FLAGS.eval_batch_size)
-    labels = features[LABEL_IDS]
-    if processor.is_regression:
-        scores = outputs[:, 0]
-        results = {"loss": float(np.mean((scores - labels) ** 2))}
-        results.update(glue_metrics.compute(processor.metrics, labels, scores))
-        return results
-    predictions = outputs.argmax(-1)
-    results = {"loss": float(np.mean(softmax_cross_entropy(outputs, labels))),
-               "accuracy": glue_metrics.accuracy(labels, predictions)}
-    results.update(glue_metrics.compute(processor.metrics, labels, predictions))
-    if isinstance(processor, classification.ColumnProcessor):
-        results.update(glue_metrics.per_class_f1(labels, predictions, processor.get_labels()))
     logging.info("%s: %d examples", split, len(examples))
-    return results
+    if processor.is_regression:
+        return glue_metrics.regression_results(outputs[:, 0], features[LABEL_IDS], processor.metrics)
+    own_task = isinstance(processor, classification.ColumnProcessor)  # no class is "the positive one"
+    return glue_metrics.logits_results(outputs, features[LABEL_IDS], processor.metrics,
+                                       processor.get_labels() if own_task else None)
 
 
 def dev_results(tuner, processor, tokenizer):

@@ -15,7 +15,6 @@ each ending, one line per test example).
 import functools
 import os
 
-import numpy as np
 from absl import flags
 
 import finetuning_flags
@@ -23,7 +22,7 @@ import training_flags
 from bert_tf import run_directory, scripting
 from bert_tf.data.tasks import multiple_choice
 from bert_tf.evaluation import glue_metrics
-from bert_tf.evaluation.probabilities import softmax, softmax_cross_entropy
+from bert_tf.evaluation.probabilities import softmax
 from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 
@@ -42,9 +41,9 @@ def evaluate(tuner, tokenizer):
     """eval_results.txt's dict for the dev set (val.csv): eval_accuracy, eval_loss."""
     features = features_of("dev", tokenizer)
     logits = tuner.predict(features, FLAGS.eval_batch_size)
-    loss = float(np.mean(softmax_cross_entropy(logits, features[LABEL_IDS])))
-    return {"eval_accuracy": glue_metrics.accuracy(features[LABEL_IDS], logits.argmax(-1)), "eval_loss": loss,
-            "loss": loss, "global_step": tuner.global_step}
+    results = glue_metrics.logits_results(logits, features[LABEL_IDS])
+    return {"eval_accuracy": results["accuracy"], "eval_loss": results["loss"], "loss": results["loss"],
+            "global_step": tuner.global_step}
 
 
 def main(_):

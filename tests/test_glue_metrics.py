@@ -66,3 +66,16 @@ def test_bad_input():
         glue_metrics.accuracy([1, 0], [1])
     with pytest.raises(ValueError, match="no examples"):
         glue_metrics.accuracy([], [])
+
+
+def test_dev_results_of_logits_and_scores():
+    logits = np.array([[2.0, 0.0], [0.0, 1.0], [3.0, -1.0], [0.5, 0.0]])
+    labels = np.array([0, 1, 1, 0])
+    results = glue_metrics.logits_results(logits, labels, ["f1"], label_names=["neg", "pos"])
+    probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    assert results["loss"] == pytest.approx(-np.mean(np.log(probabilities[np.arange(4), labels])))
+    assert results["accuracy"] == 0.75 and results["f1"] == pytest.approx(2 / 3)  # predictions 0, 1, 0, 0
+    assert results["f1_neg"] == pytest.approx(0.8) and results["macro_f1"] == pytest.approx((0.8 + 2 / 3) / 2)
+    assert "f1_neg" not in glue_metrics.logits_results(logits, labels)
+    scores = glue_metrics.regression_results(np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0, 4.0]), ["pearson"])
+    assert scores["loss"] == pytest.approx(1 / 3) and 0.9 < scores["pearson"] < 1

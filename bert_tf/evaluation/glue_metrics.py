@@ -8,6 +8,8 @@ Pure NumPy on host-side arrays of labels and predictions, so the numbers are the
 
 import numpy as np
 
+from bert_tf.evaluation.probabilities import softmax_cross_entropy
+
 
 def _pair(labels, predictions):
     labels, predictions = np.asarray(labels), np.asarray(predictions)
@@ -92,3 +94,21 @@ def per_class_f1(labels, predictions, label_names):
     scores = {f"f1_{name}": f1_score(labels, predictions, positive=i) for i, name in enumerate(label_names)}
     scores["macro_f1"] = float(np.mean(list(scores.values())))
     return scores
+
+
+def logits_results(logits, labels, names=(), label_names=None):
+    """The dev results of a classifier's (or multiple-choice model's) logits float [N, C] for int labels [N]:
+    {"loss": mean cross-entropy, "accuracy", each metric of `names`, and with `label_names` (a user's own
+    task) every class's F1 and "macro_f1"}."""
+    predictions = np.asarray(logits).argmax(-1)
+    results = {"loss": float(np.mean(softmax_cross_entropy(logits, labels))), "accuracy": accuracy(labels, predictions)}
+    results.update(compute(names, labels, predictions))
+    if label_names is not None:
+        results.update(per_class_f1(labels, predictions, label_names))
+    return results
+
+
+def regression_results(scores, labels, names=()):
+    """The dev results of a regression model's scores float [N] for float labels [N]: {"loss": mean squared
+    error, each metric of `names`}."""
+    return {"loss": float(np.mean((scores - labels) ** 2)), **compute(names, labels, scores)}
