@@ -1,29 +1,23 @@
-"""bert_tf.export.task_adapters and export_model.py for the task models, and `.keras` round trips of every model class.
+"""bert_tf.export.task_adapters and export_model.py for the task models (the `.keras` round trips of every
+model class are test_layer_harness').
 
 Tiny BertClassifier (classification and regression), BertTokenClassifier and BertSpanLabeler models are
 saved as a fine-tuning run leaves them (output_dir/model.ckpt-N with the config embedded, and the
 `checkpoint` index file), exported by export_model.py from those directories alone, then loaded and called
-by the fresh tensorflow + tensorflow-text process of tests/helpers/export_client.py; every signature's outputs equal
-the in-process model's to 1e-5.
+by the fresh tensorflow + tensorflow-text process of tests/helpers/export_client.py; every signature's
+outputs equal the in-process model's to 1e-5.
 """
 
-import importlib
 import os
-import pkgutil
 
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
-import bert_tf
-from bert_tf import BertEncoder, load_checkpoint, run_directory, save_checkpoint
+from bert_tf import load_checkpoint, run_directory, save_checkpoint
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.feature_schema import INPUT_NAMES
-from bert_tf.modeling.tasks.pretrainer import BertPretrainer
-from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
-from bert_tf.modeling.tasks.task_model import BertTaskModel
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 from bert_tf.tokenization import FullTokenizer
 from tests.helpers.configs import tiny_config
@@ -288,55 +282,3 @@ def test_export_model_task_errors(finetuned):
         output = script.communicate(timeout=300)[0]
         assert script.returncode == 1, output[-2000:]
         assert "Error: " in output and cases[flags] in output, output[-2000:]
-
-
-# ------------------------------------------------------------------------------------- .keras round trips
-
-ROUND_TRIPS = {
-    "encoder": BertEncoder, "pretrainer": BertPretrainer,
-    "pretrainer_mlm_only": lambda config: BertPretrainer(config, use_next_sentence_label=False),
-    "classifier": lambda config: BertClassifier(config, num_labels=3),
-    "regression": lambda config: BertClassifier(config, num_labels=1),
-    "token_classifier": lambda config: BertTokenClassifier(config, num_labels=5),
-    "multiple_choice": BertMultipleChoice, "span_labeler": BertSpanLabeler,
-}
-
-
-def round_trip_inputs(model, config):
-    """Model inputs of batch 2, T = 9: [2, 3 choices, 9] for multiple choice; masked_lm_positions for the
-    pretrainer."""
-    rng = np.random.default_rng(0)
-    shape = (2, 3, 9) if isinstance(model, BertMultipleChoice) else (2, 9)
-    mask = (np.arange(9) < rng.integers(3, 10, size=shape[:-1])[..., None]).astype(np.int32)
-    inputs = {"input_ids": (rng.integers(1, config.vocab_size, size=shape) * mask).astype(np.int32),
-              "input_mask": mask, "segment_ids": ((np.arange(9) >= 4) * mask).astype(np.int32)}
-    if isinstance(model, BertPretrainer):
-        inputs["masked_lm_positions"] = np.array([[1, 3], [2, 0]], np.int32)
-    return inputs
-
-
-@pytest.mark.parametrize("kind", sorted(ROUND_TRIPS))
-def test_keras_round_trip_of_every_model_class(kind, tiny_config, tmp_path):
-    model = ROUND_TRIPS[kind](tiny_config)
-    inputs = round_trip_inputs(model, tiny_config)
-    expected = model(inputs, training=False)
-    path = str(tmp_path / f"{kind}.keras")
-    model.save(path)
-    restored = keras.models.load_model(path)
-    assert type(restored) is type(model) and restored.get_config() == model.get_config()
-    got = restored(inputs, training=False)
-    tf.nest.assert_same_structure(got, expected)
-    for value, reference in zip(tf.nest.flatten(got), tf.nest.flatten(expected)):
-        np.testing.assert_array_equal(np.asarray(value), np.asarray(reference))
-
-
-def test_the_round_trips_cover_every_model_class(tiny_config):
-    for module in pkgutil.walk_packages(bert_tf.__path__, "bert_tf."):
-        importlib.import_module(module.name)
-    found, pending = set(), [keras.Model]
-    while pending:
-        for subclass in pending.pop().__subclasses__():
-            pending.append(subclass)
-            if subclass.__module__.startswith("bert_tf.") and subclass is not BertTaskModel:  # the abstract base
-                found.add(subclass)
-    assert found == {type(make(tiny_config)) for make in ROUND_TRIPS.values()}

@@ -1,5 +1,5 @@
-"""BertClassifier, BertTokenClassifier, BertMultipleChoice: shapes, names, objective, Keras fit and
-`.keras` round trip, pretrained weights, and the shared training loop."""
+"""BertClassifier, BertTokenClassifier, BertMultipleChoice: shapes, names, objective, Keras fit, pretrained
+weights, and the shared training loop (the `.keras` round trips are test_layer_harness')."""
 
 import os
 
@@ -84,20 +84,6 @@ def test_multiple_choice_scores_each_choice_alone(tiny_config):
     np.testing.assert_allclose(logits[:, 1], (pooled @ head["output_weights"].numpy().T)[:, 0]
                                + head["output_bias"].numpy()[0], atol=1e-5)
     assert tuple(head["output_weights"].shape) == (1, 32)
-
-
-@pytest.mark.parametrize("make", [lambda c: BertClassifier(c, num_labels=2),
-                                  lambda c: BertTokenClassifier(c, num_labels=4), lambda c: BertMultipleChoice(c)])
-def test_keras_round_trip(tiny_config, tmp_path, make):
-    model = make(tiny_config)
-    shape = (2, CHOICES, SEQ) if isinstance(model, BertMultipleChoice) else (2, SEQ)
-    features = inputs(tiny_config, shape)
-    expected = model(features)
-    path = str(tmp_path / "model.keras")
-    model.save(path)
-    restored = keras.models.load_model(path)
-    assert type(restored) is type(model) and restored.get_config() == model.get_config()
-    np.testing.assert_allclose(restored(features), expected, atol=1e-6)
 
 
 def test_fit_evaluate_predict(tiny_config):

@@ -133,12 +133,3 @@ def test_mixed_precision_keeps_softmax_and_layer_norm_in_float32(tiny_config, po
     np.testing.assert_allclose(outputs["sequence_output"], expected["sequence_output"], atol=0.1)
     np.testing.assert_allclose(outputs["attention_probs"][1], expected["attention_probs"][1], atol=0.02)
 
-
-def test_keras_file_round_trip(tiny_config, tmp_path):
-    encoder = BertEncoder(tiny_config)
-    inputs = random_inputs(tiny_config)
-    expected = encoder(inputs)["sequence_output"].numpy()
-    encoder.save(tmp_path / "encoder.keras")
-    restored = keras.saving.load_model(tmp_path / "encoder.keras")
-    assert isinstance(restored, BertEncoder) and restored.config == tiny_config
-    np.testing.assert_array_equal(restored(inputs)["sequence_output"].numpy(), expected)

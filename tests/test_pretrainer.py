@@ -152,7 +152,7 @@ def test_mlm_only_pretrainer(original_run):
     assert not any(n.startswith("cls/seq_relationship") for n in model.checkpoint_variables())
 
 
-def test_compile_fit_evaluate_and_keras_round_trip(tmp_path):
+def test_compile_fit_evaluate():
     keras.utils.set_random_seed(3)
     model = BertPretrainer(relu_config(hidden_act="gelu"))
     data = tf.data.Dataset.from_tensor_slices(features(batch=40)).batch(8)
@@ -169,10 +169,6 @@ def test_compile_fit_evaluate_and_keras_round_trip(tmp_path):
     assert results["masked_lm_accuracy"] == pytest.approx((hits * weights).sum() / weights.sum(), abs=1e-6)
     nsp_hits = np.argmax(outputs["next_sentence_logits"].numpy(), -1) == batch["next_sentence_labels"][:, 0]
     assert results["next_sentence_accuracy"] == pytest.approx(nsp_hits.mean(), abs=1e-6)
-    model.save(tmp_path / "pretrainer.keras")
-    restored = keras.saving.load_model(tmp_path / "pretrainer.keras")
-    assert isinstance(restored, BertPretrainer) and restored.config == model.config
-    np.testing.assert_array_equal(restored(batch)["masked_lm_logits"].numpy(), outputs["masked_lm_logits"].numpy())
 
 
 def test_missing_masked_lm_positions():

@@ -1,5 +1,5 @@
-"""BertSpanLabeler: the original run_squad.py head (names, math, loss), Keras fit and `.keras` round trip,
-checkpoint names and pretrained weights. Training with the shared loop is tested end to end in
+"""BertSpanLabeler: the original run_squad.py head (names, math, loss), Keras fit, checkpoint names and
+pretrained weights (the `.keras` round trip is test_layer_harness'). Training with the shared loop is tested end to end in
 test_run_squad.py."""
 
 import os
@@ -68,7 +68,7 @@ def test_loss_is_the_mean_of_start_and_end_cross_entropy(tiny_config):
         model.compute_loss(features, None, outputs)
 
 
-def test_keras_round_trip_and_fit(tiny_config, tmp_path):
+def test_fit_learns_and_predict(tiny_config):
     model = BertSpanLabeler(tiny_config)
     features, labels = inputs(tiny_config)
     data = tf.data.Dataset.from_tensor_slices({**features, **labels}).batch(BATCH)
@@ -78,13 +78,6 @@ def test_keras_round_trip_and_fit(tiny_config, tmp_path):
     after = model.evaluate(data, verbose=0, return_dict=True)
     assert set(history.history) == {"loss", "span_loss", "span_accuracy"}
     assert after["span_loss"] < before["span_loss"] and after["span_accuracy"] > before["span_accuracy"]
-    path = str(tmp_path / "span.keras")
-    model.save(path)
-    restored = keras.models.load_model(path)
-    assert type(restored) is BertSpanLabeler and restored.get_config() == model.get_config()
-    expected, got = model(features), restored(features)
-    for name in expected:
-        np.testing.assert_allclose(got[name], expected[name], atol=1e-6)
     assert model.predict(features, batch_size=BATCH, verbose=0)["start_logits"].shape == (BATCH, SEQ)
 
 

@@ -92,15 +92,6 @@ def test_vocab_errors_and_token_ids(tokenizers):
         BertTokenizer("/nonexistent/vocab.txt")
 
 
-def test_get_config_round_trip(tokenizers):
-    _, graph = tokenizers(CONFIGS[1])
-    config = json.loads(json.dumps(graph.get_config()))
-    clone = BertTokenizer.from_config(config)
-    assert not clone.do_lower_case
-    lines = tf.constant(tokenizer_data.corpus_lines()[-100:])
-    assert clone(lines).to_list() == graph(lines).to_list()
-
-
 def packed_pairs(python, lines_a, lines_b, seq_length):
     """pack_tokens on each (a, b) pair, or each a alone when lines_b is None: dict of int lists [B, T]."""
     packed = [pack_tokens(python.tokenize(a), None if lines_b is None else python.tokenize(b), seq_length,
@@ -173,7 +164,7 @@ def test_tf_data_map(tokenizers, segment_lines):
     assert got == expected
 
 
-def test_functional_keras_model_and_keras_file(tokenizers, segment_lines, tmp_path):
+def test_functional_keras_model(tokenizers, segment_lines):
     python, graph = tokenizers(CONFIGS[0])
     lines_a, lines_b = segment_lines
     text_a = keras.Input(shape=(), dtype="string", name="text_a")
@@ -183,9 +174,6 @@ def test_functional_keras_model_and_keras_file(tokenizers, segment_lines, tmp_pa
     inputs = [tf.constant(lines_a), tf.constant(lines_b)]
     expected = packed_pairs(python, lines_a, lines_b, 48)
     assert as_lists(model(inputs)) == expected
-    model.save(tmp_path / "packer.keras")
-    loaded = keras.models.load_model(tmp_path / "packer.keras")
-    assert as_lists(loaded(inputs)) == expected
 
 
 # Run by a fresh interpreter that imports neither bert_tf nor this test: only TF and tensorflow-text.
