@@ -6,6 +6,10 @@ import re
 import numpy as np
 import pytest
 
+from bert_tf import BertConfig, load_checkpoint
+from bert_tf.data.tasks import multiple_choice
+from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
+from bert_tf.tokenization import FullTokenizer
 from tests.helpers.finetuning_scripts import results, run, write_files
 from tests.helpers.task_data import GLUE, SWAG_HEADER, SWAG_ROWS
 
@@ -102,15 +106,39 @@ def test_ner(tiny_model_dir, tmp_path):
 
 
 def test_swag(tiny_model_dir, tmp_path):
+    """The dev results and the test probabilities are those of the fine-tuned weights the run exported, on
+    the examples of val.csv and test.csv in order, each choice scored alone."""
     test = SWAG_HEADER.replace(",label", "") + SWAG_ROWS.replace(",0\n", "\n").replace(",2\n", "\n")
     data = write_files(tmp_path, {"train.csv": SWAG_HEADER + SWAG_ROWS * 2, "val.csv": SWAG_HEADER + SWAG_ROWS,
                                   "test.csv": test})
-    done = run("run_swag.py", tiny_model_dir, data_dir=data, output_dir=tmp_path / "out", do_train=True, do_eval=True,
+    out = tmp_path / "out"
+    done = run("run_swag.py", tiny_model_dir, data_dir=data, output_dir=out, do_train=True, do_eval=True,
                do_predict=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert set(results(tmp_path / "out")) == {"eval_accuracy", "eval_loss", "global_step", "loss"}
-    probabilities = np.loadtxt(tmp_path / "out" / "test_results.tsv")
+    evaluated = results(out)
+    assert set(evaluated) == {"eval_accuracy", "eval_loss", "global_step", "loss"}
+    probabilities = np.loadtxt(out / "test_results.tsv")
     assert probabilities.shape == (2, 4) and np.allclose(probabilities.sum(1), 1)
+
+    config = BertConfig.from_json_file(tiny_model_dir["bert_config_file"])
+    model = BertMultipleChoice(config)
+    report = load_checkpoint(model, str(out))  # the newest model.ckpt-N, through the `checkpoint` index
+    assert not report.missing and report.path.endswith(f"model.ckpt-{int(evaluated['global_step'])}")
+    tokenizer = FullTokenizer(tiny_model_dir["vocab_file"], do_lower_case=True)
+
+    def logits(name, split):
+        features = multiple_choice.convert_examples(multiple_choice.read_swag(str(data / name), split), 32,
+                                                    tokenizer)
+        return model(features, training=False).numpy(), features["label_ids"]
+
+    test_logits, _ = logits("test.csv", "test")
+    expected = np.exp(test_logits - test_logits.max(1, keepdims=True))
+    np.testing.assert_allclose(probabilities, expected / expected.sum(1, keepdims=True), atol=1e-5)
+    dev_logits, labels = logits("val.csv", "dev")
+    log_probs = dev_logits - np.log(np.exp(dev_logits).sum(1, keepdims=True))
+    assert labels.tolist() == [0, 2]
+    assert evaluated["eval_loss"] == pytest.approx(-log_probs[[0, 1], labels].mean(), rel=1e-4)
+    assert evaluated["eval_accuracy"] == pytest.approx((dev_logits.argmax(1) == labels).mean())
 
 
 def test_bad_input(tiny_model_dir, tmp_path):

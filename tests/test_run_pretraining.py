@@ -7,8 +7,11 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import tensorflow as tf
 
+from bert_tf.data.pretraining.masking import num_to_predict
+from bert_tf.tokenization import load_vocab
 from tests.helpers import pretraining_records
 from tests.helpers.configs import script_config, write_config
 from tests.helpers.pretraining_script import PREDICTIONS, ROOT, SEQ, base_args, run
@@ -55,15 +58,83 @@ def test_two_phase_training_mlm_only_and_eval_only(pretraining_data, tmp_path):
     assert "step 1/" not in output and read_eval_results(eval_dir)["global_step"] == "0"
 
 
+# run_pretraining.main with the flags after the first two arguments; the Trainer's first STEPS batches of
+# training data (what the script's dataset_fn gives it) are saved to OUT.npz before it trains on them.
+CAPTURE_RUNNER = """
+import sys
+import numpy as np
+from absl import flags
+import run_pretraining
+from bert_tf.training import loop
+
+out, steps = sys.argv[1], int(sys.argv[2])
+train = loop.Trainer.train
+
+def capturing_train(self, dataset_fn, *args, **kwargs):
+    dataset = dataset_fn(self.input_context(), self.per_worker_batch_size).take(steps)
+    batches = list(dataset.as_numpy_iterator())
+    np.savez(out, **{name: np.concatenate([b[name] for b in batches]) for name in batches[0]})
+    return train(self, dataset_fn, *args, **kwargs)
+
+loop.Trainer.train = capturing_train
+flags.FLAGS(["run_pretraining.py"] + sys.argv[3:])
+run_pretraining.main([])
+"""
+
+
 def test_dynamic_masking_with_our_create_pretraining_data(pretraining_data, tmp_path):
+    """Unmasked records of create_pretraining_data.py --dynamic_masking, masked by run_pretraining.py
+    --dynamic_masking (--masked_lm_prob=0.2, up to 10 predictions) as it trains: per sequence the original's
+    count of predictions, never [CLS], [SEP] or padding, labels the record's ids, 80/10/10 [MASK]/random/kept,
+    and other positions at every draw of the same record."""
     records = str(tmp_path / "unmasked.tfrecord")
     run({"input_file": pretraining_data["text"], "output_file": records, "vocab_file": pretraining_data["vocab"],
          "max_seq_length": SEQ, "max_predictions_per_seq": PREDICTIONS, "dupe_factor": 1, "dynamic_masking": True,
          "num_workers": 1}, script="create_pretraining_data.py")
-    output_dir = str(tmp_path / "out")
-    run(base_args(pretraining_data, output_dir, input_file=records, dynamic_masking=True,
-                  vocab_file=pretraining_data["vocab"], num_train_steps=3))
-    assert float(read_eval_results(output_dir)["masked_lm_loss"]) > 0
+    spec = {name: tf.io.FixedLenFeature([SEQ], tf.int64) for name in ("input_ids", "input_mask", "segment_ids")}
+    unmasked = tf.io.parse_example([r.numpy() for r in tf.data.TFRecordDataset(records)], spec)
+    originals = {ids.astype(np.int32).tobytes() for ids in unmasked["input_ids"].numpy()}
+    batch_size, steps = 8, 3 * len(originals) // 8  # three epochs of training batches
+    output_dir, capture = str(tmp_path / "out"), str(tmp_path / "batches.npz")
+    args = base_args(pretraining_data, output_dir, input_file=records, dynamic_masking=True, masked_lm_prob=0.2,
+                     max_predictions_per_seq=10, vocab_file=pretraining_data["vocab"], num_train_steps=3,
+                     train_batch_size=batch_size)
+    result = subprocess.run([sys.executable, "-c", CAPTURE_RUNNER, capture, str(steps)]
+                            + [f"--{k}={v}" for k, v in args.items()], cwd=ROOT, capture_output=True, text=True,
+                            timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = read_eval_results(output_dir)
+    assert results["global_step"] == "3" and 0 < float(results["masked_lm_loss"]) < 11
+
+    vocab = load_vocab(pretraining_data["vocab"])
+    cls_id, sep_id, mask_id = vocab["[CLS]"], vocab["[SEP]"], vocab["[MASK]"]
+    with np.load(capture) as batches:
+        ids, lengths = batches["input_ids"], batches["input_mask"].sum(1)
+        positions, labels, weights = (batches[k] for k in ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"))
+    assert len(ids) == steps * batch_size and positions.shape[1] == 10
+    counts = (weights > 0).sum(1)
+    np.testing.assert_array_equal(counts, [num_to_predict(n, 0.2, 10) for n in lengths])
+    assert abs(counts.sum() / lengths.sum() - 0.2) < 0.02  # about masked_lm_prob of the tokens
+    draws, by_mask, by_random, kept = {}, 0, 0, 0
+    for row in range(len(ids)):
+        k = counts[row]
+        chosen = positions[row][:k]
+        assert (np.diff(chosen) > 0).all() and (chosen > 0).all() and (chosen < lengths[row]).all()
+        assert not positions[row][k:].any() and not labels[row][k:].any() and not weights[row][k:].any()
+        original = ids[row].copy()
+        original[chosen] = labels[row][:k]
+        assert original.tobytes() in originals, row  # only the chosen positions changed; labels: their ids
+        assert not np.isin(labels[row][:k], [cls_id, sep_id]).any()
+        by_mask += (ids[row][chosen] == mask_id).sum()
+        kept += (ids[row][chosen] == labels[row][:k]).sum()
+        by_random += ((ids[row][chosen] != mask_id) & (ids[row][chosen] != labels[row][:k])).sum()
+        draws.setdefault(original.tobytes(), []).append(tuple(chosen))
+    total = counts.sum()
+    for count, rate in ((by_mask, 0.8), (by_random, 0.1), (kept, 0.1)):
+        assert abs(count / total - rate) < 4 * (rate * (1 - rate) / total) ** 0.5, (count, total, rate)
+    repeated = [d for d in draws.values() if len(d) > 1]
+    assert len(repeated) > 0.5 * len(originals)  # three epochs: most records drawn more than once
+    assert np.mean([len(set(d)) == len(d) for d in repeated]) > 0.9  # a new mask at every draw
 
 
 # Runs run_pretraining.main on several command lines in one process (one TensorFlow start-up instead of one
