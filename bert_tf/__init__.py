@@ -1,5 +1,8 @@
 """bert_tf: a faithful TensorFlow 2 / Keras 3 port of BERT (Devlin et al. 2019).
 
+The design, the layout and the contracts between the modules: docs/DESIGN.md in the repository; the
+scripts (run_pretraining.py, run_classifier.py, ...) and their commands: README.md.
+
 The names below are imported on first use (PEP 562), so pure-Python parts (tokenization, data creation
 workers, `python -m bert_tf.evaluation.squad`) do not pay for importing TensorFlow.
 """

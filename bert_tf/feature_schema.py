@@ -6,6 +6,8 @@ training loop and the export signatures pass them through; each name is spelled 
 TensorFlow: data-creation worker processes import it.
 
 Shapes: B examples, T = max_seq_length tokens, P = max_predictions_per_seq.
+
+The contract is described in docs/DESIGN.md, section 3.2.
 """
 
 # Model inputs, int [B, T] (int64 in TFRecords, int32 in the models).

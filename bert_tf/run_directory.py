@@ -15,6 +15,8 @@ under kills.
 A checkpoint bundle exists once its `.index` is in place: it is written under a temporary prefix and its
 files renamed, the index last (`write_bundle`). Retention keeps the newest `MAX_CHECKPOINTS_TO_KEEP` steps
 up to the one just saved, so the newest intact state is never deleted.
+
+The contract is described in docs/DESIGN.md, section 3.1.
 """
 
 import glob

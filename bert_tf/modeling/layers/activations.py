@@ -7,6 +7,8 @@ package has), without retraining them. HuggingFace's `"gelu"` is the erf form to
 names the approximation `"gelu_new"`. So a released checkpoint reproduces its outputs here with `"gelu"`
 (tests/test_parity.py checks the encoder against HF's outputs of real weights); `"gelu_new"` / `"gelu_tanh"`
 select the tanh form (at most 4.7e-4 from the erf form per activation).
+
+See also docs/DESIGN.md, section 4 (numerics).
 """
 
 import math

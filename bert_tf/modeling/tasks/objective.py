@@ -14,6 +14,8 @@ that Keras `compile(optimizer)` + `fit` / `evaluate` on one device and the distr
 The loss is, per term, the weighted mean of "loss" over the predictions, summed over the terms; a metric is
 reported as `<term>_<metric>` (masked_lm_accuracy, next_sentence_loss, classification_accuracy, ...), the
 weighted mean of its values.
+
+The contract is described in docs/DESIGN.md, section 3.3.
 """
 
 import keras
