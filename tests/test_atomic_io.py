@@ -41,6 +41,7 @@ def _dead_pid():
     return process.pid
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("content", ["x" * 2_000_000, b"x" * 2_000_000], ids=["text", "bytes"])
 def test_full_disk_names_the_path_keeps_the_previous_file_and_leaves_nothing(small_disk, content):
     target = small_disk / "out.txt"
@@ -60,6 +61,7 @@ def test_an_error_of_another_file_in_the_block_is_left_as_it_is(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.subprocess
 def test_write_all_raises_naming_the_path_on_a_full_disk(small_disk):
     with open(small_disk / "raw", "wb", buffering=0) as f, pytest.raises(OSError, match=f"raw: {NO_SPACE}"):
         atomic_io.write_all(f, b"x" * 2_000_000, str(small_disk / "raw"))
@@ -131,6 +133,7 @@ def test_remove_leftovers_removes_temporaries_of_ended_processes_only(tmp_path):
     assert sorted(os.listdir(tmp_path)) == sorted(kept)
 
 
+@pytest.mark.subprocess
 def test_config_file_on_a_full_disk(small_disk):
     path = small_disk / "bert_config.json"
     BertConfig(vocab_size=99).to_json_file(path)
@@ -151,6 +154,7 @@ class _Extractor:
         return {"linex_index": unique_id, "text": text * 10_000}
 
 
+@pytest.mark.subprocess
 def test_extracted_features_on_a_full_disk(small_disk, tmp_path):
     input_file = tmp_path / "input.txt"
     input_file.write_text("".join(f"sentence {i}\n" for i in range(100)))
@@ -161,6 +165,7 @@ def test_extracted_features_on_a_full_disk(small_disk, tmp_path):
     assert output.read_text() == "previous\n" and os.listdir(small_disk) == ["features.jsonl"]
 
 
+@pytest.mark.subprocess
 def test_squad_record_cache_on_a_full_disk(small_disk, tmp_path, tokenizer):
     squad_file = tmp_path / "tiny.json"
     squad_file.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [

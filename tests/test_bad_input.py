@@ -12,10 +12,13 @@ import tensorflow as tf
 
 from tests.helpers import pretraining_script
 from tests.helpers.exports import export_script
-from tests.helpers.extract_features_script import readme_flags, run_script as run_extract_features
+from tests.helpers.extract_features_script import readme_flags
+from tests.helpers.extract_features_script import run_script as run_extract_features
 from tests.helpers.finetuning_scripts import run, write_files
 from tests.helpers.pretraining_script import base_args
 from tests.helpers.task_data import GLUE, SWAG_HEADER, SWAG_ROWS
+
+pytestmark = pytest.mark.subprocess
 
 SINGLE_TEXTS = {"train.tsv": "label\tmessage\nspam\tWIN a free prize now\nham\tsee you at five\n",
                 "dev.tsv": "label\tmessage\nham\tok thanks\n"}

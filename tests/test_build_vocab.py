@@ -42,6 +42,7 @@ def built(tmp_path_factory):
     return corpus, vocab, result.stderr
 
 
+@pytest.mark.subprocess
 def test_vocab_has_googles_layout(built):
     _, vocab, log = built
     tokens = open(vocab, encoding="utf-8").read().split("\n")[:-1]
@@ -52,6 +53,7 @@ def test_vocab_has_googles_layout(built):
     assert f"Wrote {len(tokens)} tokens" in log and "0.000% of word occurrences become [UNK]" in log
 
 
+@pytest.mark.subprocess
 def test_full_and_in_graph_tokenizers_load_it(built):
     corpus, vocab, _ = built
     tokenizer = FullTokenizer(vocab)

@@ -7,8 +7,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder
-from bert_tf.checkpoints import (convert_checkpoint, hf_to_canonical, load_checkpoint, open_checkpoint,
-                                 save_checkpoint)
+from bert_tf.checkpoints import convert_checkpoint, hf_to_canonical, load_checkpoint, open_checkpoint, save_checkpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IDS = {"input_ids": np.array([[101, 7592, 2088, 1010, 2129, 2024, 2017, 102, 0, 0]], np.int32),
@@ -67,6 +66,8 @@ def test_native_round_trip_keeps_pretraining_heads(tmp_path, tiny_config):
     assert sorted(os.listdir(tmp_path)) == ["model.ckpt.data-00000-of-00001", "model.ckpt.index"]
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_convert_script_from_huggingface_and_google(tmp_path, minilm_dir, google_minilm, minilm_config,
                                                     hf_encoder):
     for name, source in (("from_hf", minilm_dir), ("from_google", f"{google_minilm}/bert_model.ckpt")):

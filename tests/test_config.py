@@ -11,7 +11,8 @@ PARAMETER_COUNTS = {"tiny": 4_385_920, "mini": 11_170_560, "small": 28_763_648, 
                     "base": 109_482_240, "large": 335_141_888}
 
 
-@pytest.mark.parametrize("size", sorted(PARAMETER_COUNTS))
+@pytest.mark.parametrize("size", [pytest.param(size, marks=pytest.mark.slow) if size == "large" else size
+                                  for size in sorted(PARAMETER_COUNTS)])  # large: > 10 s
 def test_bundled_configs_have_the_exact_parameter_counts(size):
     config = BertConfig.from_json_file(os.path.join(CONFIGS, f"bert_{size}_uncased.json"))
     assert config.vocab_size == 30522 and config.type_vocab_size == 2

@@ -13,6 +13,8 @@ from tests.helpers import pretraining_records, small_disk
 from tests.helpers.configs import script_config, write_config
 from tests.helpers.sotu_speeches import SPEECHES
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NO_SPACE = os.strerror(errno.ENOSPC)
 TEMPORARY_NAMES = (".incomplete", "_temp", ".tempstate", ".previous")
@@ -58,6 +60,7 @@ def test_create_pretraining_data_on_a_full_disk(tmp_path, minilm_dir, workers):
         assert small_disk.all_files(disk) == []  # no output file: nothing to mistake for a complete one
 
 
+@pytest.mark.slow
 def test_run_pretraining_on_a_full_disk(tmp_path):
     records = pretraining_records.write_records(tmp_path / "train.tfrecord", 32)
     config = write_config(tmp_path / "bert_config.json", script_config())
@@ -71,6 +74,7 @@ def test_run_pretraining_on_a_full_disk(tmp_path):
         assert_no_state_to_resume_from(disk)
 
 
+@pytest.mark.slow
 def test_run_classifier_on_a_full_disk(tmp_path, tiny_model_dir):
     rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
             "ham\tok thanks"]
@@ -86,6 +90,7 @@ def test_run_classifier_on_a_full_disk(tmp_path, tiny_model_dir):
         assert_no_state_to_resume_from(disk)
 
 
+@pytest.mark.slow
 def test_export_model_on_a_full_disk(tmp_path, tiny_model_dir):
     with small_disk.mounted(tmp_path / "disk", "1m") as disk:  # the tiny model's SavedModel takes ~4 MB
         code, log = run("export_model.py", vocab_file=tiny_model_dir["vocab_file"],

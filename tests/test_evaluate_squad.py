@@ -14,7 +14,6 @@ import pytest
 from bert_tf.evaluation import squad as evaluate_squad
 from bert_tf.evaluation.squad import evaluate, exact_match, f1_score, normalize_answer
 
-
 # ------------------------------------------------------- the official scripts' logic, for reference only
 
 def _official_normalize(s):

@@ -19,14 +19,26 @@ from bert_tf.feature_schema import INPUT_NAMES
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.tokenization import FullTokenizer
 from tests.helpers import tokenizer_data
-from tests.helpers.exports import (BATCH_SIZE, SEQ_LENGTH, assert_close, client_outputs, export_script,
-                                   listed_signatures, python_pack, run_client, run_model, serialized_example,
-                                   shared_dir, strings)
+from tests.helpers.exports import (
+    BATCH_SIZE,
+    SEQ_LENGTH,
+    assert_close,
+    client_outputs,
+    export_script,
+    listed_signatures,
+    python_pack,
+    run_client,
+    run_model,
+    serialized_example,
+    shared_dir,
+    strings,
+)
 from tools.pinned_venv import build_once
+
 PRETRAINER_TEXT_B = (None, "x", None, "")  # with the first 4 lines: singles and pairs in serve_examples
 LONG_TEXT = " ".join(tokenizer_data.corpus_lines()[:300])
-EDGE_CASES = ("", "   ", LONG_TEXT, "東京の天気は晴れです。北京欢迎你！서울", "emoji 😀👍🏽 family 👨‍👩‍👧 rocket🚀", "\x00",
-              "naïve café — Ｆｕｌｌｗｉｄｔｈ ﬁ … " * 20)
+EDGE_CASES = ("", "   ", LONG_TEXT, "東京の天気は晴れです。北京欢迎你！서울", "emoji 😀👍🏽 family 👨‍👩‍👧 rocket🚀",
+              "\x00", "naïve café — Ｆｕｌｌｗｉｄｔｈ ﬁ … " * 20)
 
 
 # ------------------------------------------------------------------------------------------------ inputs
@@ -170,6 +182,8 @@ def client(tmp_path_factory, exports, client_python, full_tokenizer):
 
 # ----------------------------------------------------------------------------------------------- tests
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_saved_model_cli_lists_the_signatures(exports):
     listing = listed_signatures(f"{exports}/serving/1")[0]
     assert {method for method, _ in listing.values()} == {"tensorflow/serving/predict"}
@@ -194,6 +208,8 @@ def python_path(minilm, full_tokenizer):
 
 
 # Requests python_path before client: a worker waiting for another to build the exports computes it.
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_serve_text_on_1000_lines_matches_the_python_path(python_path, client):
     lines = text_lines()
     expected, model = python_path
@@ -211,6 +227,8 @@ def test_serve_text_on_1000_lines_matches_the_python_path(python_path, client):
         assert_close(got[name], model[name], name)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_serving_default_and_the_other_text_signatures_match(client, minilm, full_tokenizer):
     encoder = minilm[2]
     default = client_outputs(client, "default")
@@ -232,6 +250,8 @@ def test_serving_default_and_the_other_text_signatures_match(client, minilm, ful
         assert_close(value, first_batch[name][:8], f"after_errors {name}")
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_bad_requests_fail_with_clear_errors(client):
     errors = client[1]
     assert set(errors) == {"bad_utf8", "bad_utf8_text_b", "missing_text_a", "two_text_b", "bad_ids", "bad_mask"}
@@ -244,6 +264,8 @@ def test_bad_requests_fail_with_clear_errors(client):
     assert all(message.startswith("InvalidArgumentError") for message in errors.values())
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_hub_style_preprocessor_and_encoder(client, minilm, full_tokenizer):
     lines, pairs = text_lines()[:32], text_pairs()
     single = python_pack(full_tokenizer, [(line, None) for line in lines])
@@ -268,6 +290,8 @@ def test_hub_style_preprocessor_and_encoder(client, minilm, full_tokenizer):
         assert_close(signature["encoder_outputs"][:, i], layer, f"hub signature encoder_outputs[{i}]")
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_pretrainer_export(client, pretrainer, full_tokenizer):
     few = text_lines()[:4]
     for request, pairs in (("pre_default", [(a, None) for a in few]), ("pre_text", [(a, None) for a in few]),
@@ -287,6 +311,8 @@ def test_pretrainer_export(client, pretrainer, full_tokenizer):
             assert_close(got[name], expected[name], f"{request} {name}")
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_hub_encoder_in_keras_and_training_mode(exports, minilm, full_tokenizer):
     """In Keras 3: the pair composed with TFSMLayer; hub conventions: training=True applies dropout and
     gradients reach `trainable_variables`."""
@@ -330,6 +356,8 @@ def test_versions_and_atomic_writes(tmp_path):
         export._save_atomically(Tiny(), path)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_export_model_script_errors(minilm_dir):
     common = [f"--bert_config_file={minilm_dir}/config.json", f"--vocab_file={minilm_dir}/vocab.txt",
               f"--init_checkpoint={minilm_dir}", "--export_dir=/nonexistent/never_written"]

@@ -15,16 +15,29 @@ import numpy as np
 import pytest
 
 from bert_tf import load_checkpoint, run_directory, save_checkpoint
-from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.feature_schema import INPUT_NAMES
+from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 from bert_tf.tokenization import FullTokenizer
 from tests.helpers.configs import tiny_config
-from tests.helpers.exports import (SEQ_LENGTH, assert_close, client_outputs, export_script, listed_signatures,
-                                   python_pack, run_client, run_model, serialized_example, serialized_features,
-                                   shared_dir, strings)
+from tests.helpers.exports import (
+    SEQ_LENGTH,
+    assert_close,
+    client_outputs,
+    export_script,
+    listed_signatures,
+    python_pack,
+    run_client,
+    run_model,
+    serialized_example,
+    serialized_features,
+    shared_dir,
+    strings,
+)
 from tools.pinned_venv import build_once
+
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
 
 WORDS = "the cat dog sat on mat ran fast who where is was in park big red paris john mary lives works at".split()
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *"abcdefghijklmnopqrstuvwxyz.,?!",

@@ -11,6 +11,8 @@ from bert_tf.tokenization import FullTokenizer
 from tests.helpers.extract_features_script import MAX_SEQ_LENGTH, readme_flags, run_script
 from tools import pypi_data
 
+pytestmark = pytest.mark.subprocess
+
 LAYERS = [-1, -2, -3, -4]
 
 

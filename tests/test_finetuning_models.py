@@ -86,6 +86,7 @@ def test_multiple_choice_scores_each_choice_alone(tiny_config):
     assert tuple(head["output_weights"].shape) == (1, 32)
 
 
+@pytest.mark.slow
 def test_fit_evaluate_predict(tiny_config):
     model = BertClassifier(tiny_config, num_labels=2)
     features = {**inputs(tiny_config), "label_ids": (np.arange(BATCH) % 2).astype(np.int32),
@@ -108,6 +109,7 @@ def test_loads_pretrained_encoder_and_keeps_a_fresh_head(minilm_dir):
     assert len(report.mapped) == len(model.checkpoint_variables()) - 2
 
 
+@pytest.mark.slow
 def test_trains_with_the_shared_loop(tiny_config, tmp_path):
     from bert_tf.training.loop import Trainer
 

@@ -13,7 +13,10 @@ from bert_tf.tokenization import FullTokenizer
 from tests.helpers.finetuning_scripts import results, run, write_files
 from tests.helpers.task_data import GLUE, SWAG_HEADER, SWAG_ROWS
 
+pytestmark = pytest.mark.subprocess
 
+
+@pytest.mark.slow
 def test_mnli_train_eval_predict_then_eval_from_the_fine_tuned_checkpoint(tiny_model_dir, tmp_path):
     data = write_files(tmp_path, {k[len("MNLI/"):]: v for k, v in GLUE.items() if k.startswith("MNLI/")})
     out = tmp_path / "out"
@@ -33,6 +36,7 @@ def test_mnli_train_eval_predict_then_eval_from_the_fine_tuned_checkpoint(tiny_m
     assert results(out) == pytest.approx(trained)
 
 
+@pytest.mark.slow
 def test_stsb_regression(tiny_model_dir, tmp_path):
     header, row = GLUE["STS-B/train.tsv"].splitlines()[:2]
     rows = [row.replace("\t5.000", f"\t{score:.3f}").replace("A plane", f"Plane {i}")
@@ -50,6 +54,7 @@ def test_stsb_regression(tiny_model_dir, tmp_path):
         float((tmp_path / "out" / "test_results.tsv").read_text()), abs=1e-3)
 
 
+@pytest.mark.slow
 def test_custom_task_from_own_files(tiny_model_dir, tmp_path):
     rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
             "ham\tok thanks", "ham\tcall me later"]
@@ -63,6 +68,7 @@ def test_custom_task_from_own_files(tiny_model_dir, tmp_path):
     assert (tmp_path / "out" / "labels.txt").read_text() == "ham\nspam\n"  # sorted training labels, for export
 
 
+@pytest.mark.slow
 def test_best_checkpoint_and_early_stopping(tiny_model_dir, tmp_path):
     rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
             "ham\tok thanks", "ham\tcall me later", "spam\tfree cash now", "ham\tsee you"]
@@ -91,6 +97,7 @@ def test_best_checkpoint_and_early_stopping(tiny_model_dir, tmp_path):
     assert bad.returncode == 1 and "--best_metric=eval_nothing is not an evaluation result" in bad.stderr
 
 
+@pytest.mark.slow
 def test_ner(tiny_model_dir, tmp_path):
     sentences = ("Paris B-geo-loc\nis O\nnice O\n\nI O\nmet O\nAnna B-person\nSmith I-person\n\n")
     data = write_files(tmp_path, {"train.txt": sentences * 2, "dev.txt": sentences, "test.txt": "Hello\nBerlin\n"})
@@ -105,6 +112,7 @@ def test_ner(tiny_model_dir, tmp_path):
             if line] == ["Hello", "Berlin"]
 
 
+@pytest.mark.slow
 def test_swag(tiny_model_dir, tmp_path):
     """The dev results and the test probabilities are those of the fine-tuned weights the run exported, on
     the examples of val.csv and test.csv in order, each choice scored alone."""

@@ -20,6 +20,8 @@ import tensorflow as tf
 from tests.helpers import pretraining_records, small_disk
 from tests.helpers.configs import script_config, write_config
 
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KILL_AT = os.path.join(ROOT, "tests", "helpers", "kill_at.py")
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}

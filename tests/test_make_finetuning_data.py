@@ -2,7 +2,8 @@
 
 import csv
 
-from bert_tf.data.tasks import glue as glue_tasks, tagging
+from bert_tf.data.tasks import glue as glue_tasks
+from bert_tf.data.tasks import tagging
 from bert_tf.data.tasks.classification import ColumnProcessor
 from tools import make_finetuning_data
 

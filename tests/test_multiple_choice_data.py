@@ -6,7 +6,8 @@ import pytest
 
 from bert_tf.data.tasks import multiple_choice
 from bert_tf.tokenization import FullTokenizer
-from tests.helpers.task_data import SWAG_HEADER as HEADER, SWAG_ROWS as ROWS
+from tests.helpers.task_data import SWAG_HEADER as HEADER
+from tests.helpers.task_data import SWAG_ROWS as ROWS
 
 
 def test_reads_swag_and_builds_four_pairs(tmp_path, minilm_dir):

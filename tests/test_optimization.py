@@ -1,8 +1,8 @@
 """The optimizers and schedule, checked against Google's original TF1 optimizer (bert-tensorflow)."""
 
+import keras
 import numpy as np
 import pytest
-import keras
 import tensorflow as tf
 
 from bert_tf.training import optimization

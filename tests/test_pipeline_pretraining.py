@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.pretraining import job as pretraining_job, records as tfrecord
+from bert_tf.data.pretraining import job as pretraining_job
+from bert_tf.data.pretraining import records as tfrecord
 from bert_tf.data.pretraining.corpus import CorpusReader
+from bert_tf.data.pretraining.instances import InstanceMaker, InstanceOptions
 from bert_tf.data.pretraining.masking import MaskingConfig, mask_tokens, num_to_predict
 from bert_tf.data.pretraining.pipeline import pretraining_dataset, record_stats
-from bert_tf.data.pretraining.instances import InstanceMaker, InstanceOptions
 from tests.helpers.sotu_speeches import prepared_corpus
 from tools.original_bert import import_original
 

@@ -80,6 +80,7 @@ def test_bad_input_names_file_and_line(tmp_path):
         expand_input_patterns(f"{SPEECHES[0]},{tmp_path}/none*.txt")
 
 
+@pytest.mark.subprocess
 def test_script_writes_the_pretraining_input(tmp_path):
     pattern = os.path.join(os.path.dirname(SPEECHES[0]), "179*.txt")
     result = subprocess.run([sys.executable, os.path.join(ROOT, "prepare_corpus.py"), f"--input_file={pattern}",

@@ -3,9 +3,9 @@
 import sys
 import types
 
+import keras
 import numpy as np
 import pytest
-import keras
 import tensorflow as tf
 
 from bert_tf.checkpoints import load_checkpoint
@@ -152,6 +152,7 @@ def test_mlm_only_pretrainer(original_run):
     assert not any(n.startswith("cls/seq_relationship") for n in model.checkpoint_variables())
 
 
+@pytest.mark.slow
 def test_compile_fit_evaluate():
     keras.utils.set_random_seed(3)
     model = BertPretrainer(relu_config(hidden_act="gelu"))

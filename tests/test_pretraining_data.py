@@ -15,13 +15,20 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.pretraining import job as pretraining_job, records as tfrecord
+from bert_tf.data.pretraining import job as pretraining_job
+from bert_tf.data.pretraining import records as tfrecord
 from bert_tf.data.pretraining.corpus import CorpusReader, prepare_corpus
 from bert_tf.data.pretraining.example_codec import PretrainingExampleEncoder
+from bert_tf.data.pretraining.instances import (
+    ChunkTokenizer,
+    InstanceMaker,
+    InstanceOptions,
+    PretrainingStats,
+    create_instances_from_document,
+    truncate_seq_pair,
+)
 from bert_tf.data.pretraining.masking import MaskingConfig, mask_tokens, num_to_predict
 from bert_tf.data.pretraining.pipeline import record_stats
-from bert_tf.data.pretraining.instances import (ChunkTokenizer, InstanceMaker, InstanceOptions, PretrainingStats,
-                                      create_instances_from_document, truncate_seq_pair)
 from bert_tf.data.record_framing import RecordFramer, check_framing
 from bert_tf.tokenization import FullTokenizer
 from tests.helpers.sotu_speeches import SPEECHES, prepared_corpus
@@ -274,6 +281,7 @@ def script_output(corpus, minilm_dir, tmp_path_factory):
     return directory, result.stderr
 
 
+@pytest.mark.subprocess
 def test_script_writes_shards_the_original_spec_parses(script_output, tokenizer):
     directory, log = script_output
     files = sorted(os.listdir(directory))
@@ -299,6 +307,7 @@ def test_script_writes_shards_the_original_spec_parses(script_output, tokenizer)
     assert "documents: 30" in log and "random next" in log and "masked:" in log
 
 
+@pytest.mark.subprocess
 def test_output_does_not_depend_on_workers_and_matches_a_single_file(script_output, corpus, minilm_dir, tmp_path):
     directory, _ = script_output
     single = tmp_path / "single.tfrecord"
@@ -324,6 +333,7 @@ def paragraph_corpus(tmp_path_factory):
     return path + ".txt"
 
 
+@pytest.mark.slow
 def test_statistics_match_the_original_script(paragraph_corpus, tokenizer, minilm_dir, tmp_path):
     """Google's create_training_instances (its reader, tokenizer, algorithm and masking) and our whole
     pipeline on the same corpus (seq 128, dupe_factor 2, 2 seeds each)."""
@@ -364,6 +374,7 @@ def test_record_statistics_agree_with_the_summary(corpus, tokenizer, tmp_path):
     assert abs(from_records.kept - stats.kept) <= stats.masked // 1000 + 2  # a random id may equal the label
 
 
+@pytest.mark.subprocess
 def test_workers_started_from_a_tensorflow_process(corpus, tokenizer, tmp_path):
     """This process has imported TensorFlow, so the workers are spawned, not forked; same output."""
     options = InstanceOptions(64, 0.1, 1, 4, masking_config(tokenizer, max_predictions=10))
@@ -417,6 +428,7 @@ def test_invalid_utf8_lines_can_be_skipped_and_one_sentence_documents_work(tmp_p
     assert stats.random_next == stats.instances
 
 
+@pytest.mark.subprocess
 def test_script_reports_errors_in_one_line(tmp_path, minilm_dir):
     result = run_script(f"--input_file={tmp_path}/missing*.txt", f"--output_file={tmp_path}/out",
                         f"--vocab_file={minilm_dir}/vocab.txt")
@@ -429,6 +441,7 @@ def test_script_reports_errors_in_one_line(tmp_path, minilm_dir):
         pretraining_job.output_files_from_flag(str(tmp_path / "no" / "out"))
 
 
+@pytest.mark.subprocess
 def test_ctrl_c_leaves_no_output(tmp_path, minilm_dir):
     big = tmp_path / "big.txt"
     prepare_corpus(SPEECHES[:60], str(big))

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from bert_tf.data.pretraining.masking import num_to_predict
@@ -16,12 +17,15 @@ from tests.helpers import pretraining_records
 from tests.helpers.configs import script_config, write_config
 from tests.helpers.pretraining_script import PREDICTIONS, ROOT, SEQ, base_args, run
 
+pytestmark = pytest.mark.subprocess
+
 
 def read_eval_results(output_dir):
     with open(os.path.join(output_dir, "eval_results.txt"), encoding="utf-8") as f:
         return dict(line.strip().split(" = ") for line in f)
 
 
+@pytest.mark.slow
 def test_original_records_train_evaluate_and_resume(pretraining_data, tmp_path):
     """Records of Google's create_pretraining_data.py train unchanged; eval_results.txt in the original
     format; a rerun with more steps resumes from the last checkpoint."""
@@ -40,6 +44,7 @@ def test_original_records_train_evaluate_and_resume(pretraining_data, tmp_path):
     assert "Resumed from" in output and "at step 6" in output and "step 9/9" in output
 
 
+@pytest.mark.slow
 def test_two_phase_training_mlm_only_and_eval_only(pretraining_data, tmp_path):
     """Phase 2 at a longer sequence length starts from phase 1's output_dir (every weight carries over); the
     MLM-only variant has no NSP metrics; do_eval alone evaluates the latest checkpoint."""
@@ -82,6 +87,7 @@ run_pretraining.main([])
 """
 
 
+@pytest.mark.slow
 def test_dynamic_masking_with_our_create_pretraining_data(pretraining_data, tmp_path):
     """Unmasked records of create_pretraining_data.py --dynamic_masking, masked by run_pretraining.py
     --dynamic_masking (--masked_lm_prob=0.2, up to 10 predictions) as it trains: per sequence the original's

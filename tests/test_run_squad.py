@@ -6,7 +6,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers.squad_fixtures import ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
 
 
 def run_script(*flags):

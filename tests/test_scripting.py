@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.subprocess
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = """
 import sys
@@ -31,6 +33,7 @@ def run(kind, **env):
     return result.returncode, result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, line", [
     ("tensorflow", "Error: TensorFlow DataLossError: corrupted record at 12"),
     ("disk", "Error: [Errno 28] cannot write /out/x: No space left on device"),

@@ -1,6 +1,6 @@
 """BertSpanLabeler: the original run_squad.py head (names, math, loss), Keras fit, checkpoint names and
-pretrained weights (the `.keras` round trip is test_layer_harness'). Training with the shared loop is tested end to end in
-test_run_squad.py."""
+pretrained weights (the `.keras` round trip is test_layer_harness'). Training with the shared loop is tested
+end to end in test_run_squad.py."""
 
 import os
 
@@ -68,6 +68,7 @@ def test_loss_is_the_mean_of_start_and_end_cross_entropy(tiny_config):
         model.compute_loss(features, None, outputs)
 
 
+@pytest.mark.slow
 def test_fit_learns_and_predict(tiny_config):
     model = BertSpanLabeler(tiny_config)
     features, labels = inputs(tiny_config)

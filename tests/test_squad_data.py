@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.squad import examples as squad, records as squad_records
+from bert_tf.data.squad import examples as squad
+from bert_tf.data.squad import records as squad_records
 from tests.helpers.squad_fixtures import make_hard_squad, original_run_squad
 
 SETTINGS = {"max_seq_length": 96, "doc_stride": 24, "max_query_length": 12}

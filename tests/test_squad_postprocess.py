@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from bert_tf.data.squad import examples as squad
-from bert_tf.data.squad.postprocess import (RawResult, compute_predictions, get_final_text,
-                                            write_predictions)
+from bert_tf.data.squad.postprocess import RawResult, compute_predictions, get_final_text, write_predictions
 from bert_tf.evaluation.squad import evaluate
 from tests.helpers.squad_fixtures import gold_logits, make_hard_squad, original_run_squad
 

@@ -12,7 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from bert_tf.data.squad import examples as squad, tfds as squad_tfds
+from bert_tf.data.squad import examples as squad
+from bert_tf.data.squad import tfds as squad_tfds
 from bert_tf.evaluation.squad import evaluate
 from tests.helpers.squad_fixtures import ROOT
 from tests.helpers.squad_tfds_mock import MOCKED_RUN, mock_squad
@@ -127,6 +128,8 @@ def test_the_tfds_set_must_be_squad_and_agree_with_version_2_with_negative():
             squad_tfds.check_tfds_squad("glue/mrpc", None, False)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_run_squad_trains_predicts_and_evaluates_from_tfds(squad_setup):
     directory, flags = squad_setup
     output = directory / "tfds_out"
@@ -156,6 +159,7 @@ def test_run_squad_trains_predicts_and_evaluates_from_tfds(squad_setup):
         assert json.load(f) == outputs["predictions"]
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("flags, error", [
     (["--do_train=True", "--tfds_name=squad/v2.0", "--train_file=train.json"],
      "--tfds_name=squad/v2.0 replaces --train_file and --predict_file; pass either --tfds_name or the files"),

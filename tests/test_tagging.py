@@ -5,8 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from bert_tf.evaluation import conlleval
 from bert_tf.data.tasks import tagging
+from bert_tf.evaluation import conlleval
 from bert_tf.tokenization import FullTokenizer
 from tools import pypi_data
 

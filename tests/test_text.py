@@ -1,5 +1,5 @@
-"""bert_tf.in_graph_tokenization: the in-graph tokenizer gives FullTokenizer's ids on every corpus line, and it and the packer
-work in tf.data, in Keras models and in a SavedModel loaded by another process."""
+"""bert_tf.in_graph_tokenization: the in-graph tokenizer gives FullTokenizer's ids on every corpus line, and it
+and the packer work in tf.data, in Keras models and in a SavedModel loaded by another process."""
 
 import json
 import subprocess
@@ -146,6 +146,7 @@ def test_packer_errors():
         BertPacker(8)(segment.to_tensor())
 
 
+@pytest.mark.slow
 def test_tf_data_map(tokenizers, segment_lines):
     python, graph = tokenizers(CONFIGS[0])
     lines_a, lines_b = (list(lines[:40]) for lines in segment_lines)
@@ -207,6 +208,7 @@ class _Export(tf.Module):
         return self.packer([self.tokenizer(text_a), self.tokenizer(text_b)])
 
 
+@pytest.mark.subprocess
 def test_saved_model_runs_in_another_process(tokenizers, tmp_path):
     python, graph = tokenizers(CONFIGS[0])
     lines = [line for line in tokenizer_data.corpus_lines() if not line.isascii()][-200:] + list(EXTRA_LINES)

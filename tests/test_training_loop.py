@@ -57,6 +57,8 @@ def finish(process, timeout=240):
     return output
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_mirrored_and_multi_worker_match_one_device(training_records, tmp_path):
     """20 XLA steps, global batch 8: one device, mirrored over 2 logical CPUs, 2 local worker processes."""
     common = {"records": training_records, "steps": 20, "batch_size": 8, "use_xla": True}
@@ -86,6 +88,7 @@ def test_mirrored_and_multi_worker_match_one_device(training_records, tmp_path):
         "checkpoint", "ckpt-20.data-00000-of-00001", "ckpt-20.index", "data_worker_0", "data_worker_1"]
 
 
+@pytest.mark.slow
 def test_gradient_accumulation_matches_a_large_batch(training_records, tmp_path):
     """Batch 32 in 4 micro-batches of 8 == batch 32 at once, after 5 steps (dropout off)."""
     weights = []
@@ -99,6 +102,8 @@ def test_gradient_accumulation_matches_a_large_batch(training_records, tmp_path)
     assert losses[0] == pytest.approx(losses[1], abs=1e-5)
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_kill_and_resume_matches_an_uninterrupted_run(training_records, tmp_path):
     """SIGKILL mid-run, rerun the same command: it resumes (model, optimizer, RNG, data position) and ends
     with the same weights as a run that was never interrupted (deterministic ops, dropout on, shuffled)."""
@@ -133,6 +138,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(training_records, tmp
     assert not glob.glob(str(tmp_path / "training_state" / "ckpt-2*"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
 def test_mixed_precision_trains(training_records, tmp_path, policy):
     keras.mixed_precision.set_global_policy(policy)
@@ -175,6 +181,7 @@ def reference_metrics(model, batches):
             "loss": np.mean(batch_losses)}
 
 
+@pytest.mark.slow
 def test_weights_export_loads_anywhere_and_evaluate_matches_numpy(training_records, tmp_path):
     """model.ckpt-N has Google's names (encoder and heads load it through the `checkpoint` index file);
     Trainer.evaluate computes the original's eval metrics."""

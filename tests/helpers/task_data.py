@@ -84,12 +84,13 @@ GLUE = {
                      "prairie.\tHorses ran away when Maude and Dora came into sight.\n",
     "diagnostic/diagnostic.tsv": "index\tsentence1\tsentence2\n0\tThe cat sat on the mat.\tThe cat did not sit "
                                  "on the mat.\n",
-    "XNLI/multinli/multinli.train.zh.tsv": "premise\thypo\tlabel\n从 概念 上 看 , 奶油 收入 有 两 个 基本 方面 产品 和 "
-                                           "地理 .\t产品 和 地理 是 什么 使 奶油 抹 霜 工作 .\tneutral\n你 知道 在 这个 "
-                                           "季节\t你 会 失去 东西\tcontradictory\n",
+    "XNLI/multinli/multinli.train.zh.tsv": "premise\thypo\tlabel\n从 概念 上 看 , 奶油 收入 有 两 个 "
+                                           "基本 方面 产品 和 地理 .\t产品 和 地理 是 什么 使 奶油 抹 霜 工作 ."
+                                           "\tneutral\n你 知道 在 这个 季节\t你 会 失去 东西\tcontradictory\n",
     "XNLI/xnli.dev.tsv": f"{XNLI_HEADER}\nen\tneutral\ta\tb\tc\td\tHe said, \"Mom, I'm home.\"\tHe didn't say a "
                          "word.\t1\t1\tfacetoface\tneutral\tcontradiction\tcontradiction\tcontradiction\t"
-                         "contradiction\nzh\tcontradiction\ta\tb\tc\td\t他 说 , 妈妈 , 我 回来 了 。\t他 一句话 也 没 说 。"
+                         "contradiction\nzh\tcontradiction\ta\tb\tc\td\t他 说 , 妈妈 , 我 回来 了 。"
+                         "\t他 一句话 也 没 说 。"
                          "\t1\t1\tfacetoface\tcontradiction\tcontradiction\tcontradiction\tcontradiction\t"
                          "contradiction\n",
     "XNLI/xnli.test.tsv": f"{XNLI_HEADER}\nzh\tentailment\ta\tb\tc\td\t嗯 , 我 根本 没 想 过 。\t我 没 想 过 。\t1\t1\t"
@@ -105,6 +106,7 @@ SWAG_ROWS = ('0,anetv_jkn6uvmqwh4,3416,"Members of the procession walk down the 
              'performance.,0\n'
              '1,lsmdc3001_21_JUMP_STREET-422,11783,He rides the motorcycle down the hall and into the elevator. He,'
              'He rides the motorcycle down the hall and into the elevator.,He,gold,looks at a mirror in the mirror as '
-             'he watches someone walk through a door.,"stops, listening to a cup of coffee with the seated woman, who\'s '
+             'he watches someone walk through a door.,"stops, listening to a cup of coffee with the seated woman, '
+             'who\'s '
              'standing.",exits the building and rides the motorcycle into a casino where he performs several tricks as '
              'people watch.,pulls the bag out of his pocket and hands it to someone\'s grandma.,2\n')
