@@ -42,9 +42,11 @@ TOKEN_TO_ORIG_MAP = "token_to_orig_map"  # int [B, T]: index of each piece's wor
 TOKEN_IS_MAX_CONTEXT = "token_is_max_context"  # int [B, T]: 1 where this window is the piece's best context
 
 # Model outputs.
-SEQUENCE_OUTPUT = "sequence_output"  # float32 [B, T, H]
-POOLED_OUTPUT = "pooled_output"  # float32 [B, H]
-ENCODER_OUTPUTS = "encoder_outputs"  # list of L float32 [B, T, H]
+# The encoder's outputs are float32 [B, T, H] (the last LayerNorm's dtype) except the pooled output, which is in
+# the compute dtype (bfloat16 / float16 under a mixed-precision policy); the task models' logits are float32.
+SEQUENCE_OUTPUT = "sequence_output"  # [B, T, H]
+POOLED_OUTPUT = "pooled_output"  # [B, H]
+ENCODER_OUTPUTS = "encoder_outputs"  # list of L [B, T, H]
 MASKED_LM_LOGITS = "masked_lm_logits"  # float32 [B, P, V]
 NEXT_SENTENCE_LOGITS = "next_sentence_logits"  # float32 [B, 2]
 START_LOGITS = "start_logits"  # float32 [B, T]

@@ -30,7 +30,8 @@ class BertEncoder(keras.Model):
       `sequence_output` float32 [B, T, H]: the last layer's output;
       `pooled_output` [B, H]: Dense(H, tanh) of the first token ([CLS]) of `sequence_output`;
       `encoder_outputs`: list of L float32 [B, T, H], every layer's output (the last is `sequence_output`);
-      `embedding_output` float32 [B, T, H]: LayerNorm(word + segment + position embeddings), after dropout;
+      `embedding_output` [B, T, H] in the compute dtype: LayerNorm(word + segment + position embeddings),
+      after dropout;
       `attention_probs` (only when called with `output_attention_probs=True`): list of L float32
       [B, heads, T, T] attention probabilities.
     Under a mixed-precision policy matmuls run in the compute dtype; LayerNorm and softmax run in float32.

@@ -18,6 +18,7 @@ def attention_bias(input_mask):
     return ((1.0 - mask) * MASK_LOGIT)[:, None, None, :]
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class BertSelfAttention(keras.layers.Layer):
     """Scaled dot-product attention over all heads; Google scope `attention/self`.
 

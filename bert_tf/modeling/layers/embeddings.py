@@ -8,6 +8,7 @@ from bert_tf.modeling.layers.dropout import BertDropout
 from bert_tf.modeling.layers.layer_norm import BertLayerNorm
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class BertEmbeddings(keras.layers.Layer):
     """Embeds token ids (Devlin et al. 2019, section 3, "Input/Output Representations").
 
@@ -15,7 +16,8 @@ class BertEmbeddings(keras.layers.Layer):
     `token_type_embeddings` [type_vocab_size, H], `position_embeddings` [max_position_embeddings, H],
     `LayerNorm/gamma|beta` [H]. The sum and the LayerNorm are computed in float32.
 
-    Call: `input_ids`, `segment_ids` int [B, T] with T <= max_position_embeddings -> float32 [B, T, H].
+    Call: `input_ids`, `segment_ids` int [B, T] with T <= max_position_embeddings -> [B, T, H] in the compute
+    dtype (float32, or bfloat16/float16 under a mixed-precision policy: the dropout after the LayerNorm casts).
     """
 
     def __init__(self, vocab_size, hidden_size, max_position_embeddings, type_vocab_size,

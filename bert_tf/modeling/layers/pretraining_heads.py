@@ -17,6 +17,7 @@ def gather_positions(sequence, positions):
     return ops.take_along_axis(sequence, ops.expand_dims(ops.cast(positions, "int32"), -1), axis=1)
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class MaskedLMHead(keras.layers.Layer):
     """Masked LM head, Google scope `cls/predictions`, applied only at the masked positions.
 
@@ -70,6 +71,7 @@ class MaskedLMHead(keras.layers.Layer):
                 "layer_norm_eps": self.layer_norm_eps}
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class NextSentenceHead(keras.layers.Layer):
     """Next sentence prediction, Google scope `cls/seq_relationship`: a 2-way linear classifier on the pooled
     output. Label 0 = B is the actual next segment, 1 = B is random.

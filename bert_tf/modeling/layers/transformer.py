@@ -10,6 +10,7 @@ from bert_tf.modeling.layers.dropout import BertDropout
 from bert_tf.modeling.layers.layer_norm import BertLayerNorm
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class BertResidualOutput(keras.layers.Layer):
     """Dense, dropout, then LayerNorm(dense_output + residual) in float32 (post-LN).
 
@@ -44,6 +45,7 @@ class BertResidualOutput(keras.layers.Layer):
                 "layer_norm_eps": self.layer_norm_eps}
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class BertTransformerLayer(keras.layers.Layer):
     """Self-attention + feed-forward block, each followed by add & LayerNorm (Vaswani et al. 2017, 3.1).
 
