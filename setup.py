@@ -17,7 +17,7 @@ setuptools.setup(
     ],
     extras_require={
         "tfds": ["tensorflow-datasets"],
-        "test": ["pytest", "pytest-xdist", "tensorflow-datasets"],
+        "test": ["pytest", "pytest-xdist", "tensorflow-datasets", "ruff==0.17.5"],  # ruff: `make lint`
         "bench": ["tokenizers"],  # HuggingFace tokenizers, for bench/bench_tokenizers.py only
     },
 )
