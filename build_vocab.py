@@ -19,6 +19,7 @@ from bert_tf.data.pretraining.vocab_builder import count_words, learn_vocab, unk
 
 FLAGS = flags.FLAGS
 model_flags.define("do_lower_case")
+flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --helpfull
 flags.DEFINE_string("input_file", None, "Text files: comma-separated list of files or glob patterns.")
 flags.DEFINE_string("output_file", None, "The vocab.txt to write.")
 flags.DEFINE_integer("vocab_size", 30522, "Largest vocab size (reserved tokens included).")

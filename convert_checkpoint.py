@@ -18,6 +18,7 @@ from bert_tf.checkpoints import convert_checkpoint, open_checkpoint
 
 FLAGS = flags.FLAGS
 model_flags.define("init_checkpoint", "bert_config_file", "vocab_file")
+flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --helpfull
 flags.DEFINE_string("output_dir", None, "Directory to write the converted checkpoint into.")
 flags.mark_flag_as_required("init_checkpoint")
 flags.mark_flag_as_required("output_dir")

@@ -38,6 +38,7 @@ from bert_tf.tokenization import FullTokenizer
 
 FLAGS = flags.FLAGS
 model_flags.define("vocab_file", "do_lower_case")
+flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --helpfull
 flags.DEFINE_string("input_file", None, "Input raw text file (or comma-separated list of files / glob patterns).")
 flags.DEFINE_string("output_file", None, "Output TF example file (or comma-separated list of files, or a "
                     "pattern with {shard} and {num_shards} used with --num_output_shards).")

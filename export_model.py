@@ -34,6 +34,7 @@ from bert_tf.export import model_types, serving
 
 FLAGS = flags.FLAGS
 model_flags.define("bert_config_file", "vocab_file", "do_lower_case", "init_checkpoint")
+flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --helpfull
 flags.DEFINE_enum("model_type", "encoder", model_types.MODEL_TYPES,
                   "What to export: the encoder (pooled/sequence outputs), a fine-tuned task model, or the "
                   "pretraining model (masked LM logits at every position, next sentence logits).")

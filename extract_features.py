@@ -19,6 +19,7 @@ from bert_tf.tokenization import FullTokenizer
 
 FLAGS = flags.FLAGS
 model_flags.define("bert_config_file", "init_checkpoint", "vocab_file", "do_lower_case")
+flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --helpfull
 flags.DEFINE_string("input_file", None, "Text file, one example per line: `text` or `text_a ||| text_b`.")
 flags.DEFINE_string("output_file", None, "JSON-lines output file.")
 flags.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated layer indexes (-1 = last layer).")

@@ -20,6 +20,8 @@ from bert_tf.training.finetuning import FineTuner, FineTuningOptions
 
 FLAGS = flags.FLAGS
 model_flags.define("bert_config_file", "vocab_file", "init_checkpoint", "do_lower_case")
+flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --helpfull
+flags.adopt_module_key_flags(training_flags)
 flags.DEFINE_string("data_dir", None, "The input data dir (the task's files; run_squad.py: TFDS's data directory, "
                     "with --tfds_name).")
 flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")

@@ -39,6 +39,7 @@ from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.classifier import BertClassifier
 
 FLAGS = flags.FLAGS
+flags.adopt_module_key_flags(finetuning_flags)  # its flags in --help, not only in --helpfull
 flags.mark_flag_as_required("data_dir")
 flags.DEFINE_string("task_name", None, "The name of the task to train: a GLUE task, xnli, or custom.")
 flags.DEFINE_string("tfds_name", None, "Instead of --task_name: a TensorFlow Datasets name (glue/mrpc, glue/mnli, "

@@ -32,6 +32,7 @@ from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
 FLAGS = flags.FLAGS
+flags.adopt_module_key_flags(finetuning_flags)  # its flags in --help, not only in --helpfull
 flags.mark_flag_as_required("data_dir")
 flags.DEFINE_string("train_file", "train.txt", "Training sentences (CoNLL format), in --data_dir.")
 flags.DEFINE_string("dev_file", "dev.txt", "Dev sentences (CoNLL format, tagged), in --data_dir.")

@@ -32,6 +32,8 @@ from bert_tf.training import distribute, loop, optimization
 
 FLAGS = flags.FLAGS
 model_flags.define("bert_config_file", "init_checkpoint", "vocab_file")
+flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --helpfull
+flags.adopt_module_key_flags(training_flags)
 # The original's flags, with its defaults.
 flags.DEFINE_string("input_file", None, "Input TF example files (can be a glob or comma separated).")
 flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")

@@ -37,6 +37,7 @@ from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.training.finetuning import TrainingInput
 
 FLAGS = flags.FLAGS
+flags.adopt_module_key_flags(finetuning_flags)  # its flags in --help, not only in --helpfull
 FLAGS.set_default("max_seq_length", 384)  # the original run_squad.py's default; longer contexts become windows
 flags.DEFINE_string("train_file", None, "SQuAD json for training. E.g., train-v1.1.json")
 flags.DEFINE_string("predict_file", None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")

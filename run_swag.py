@@ -27,6 +27,7 @@ from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 
 FLAGS = flags.FLAGS
+flags.adopt_module_key_flags(finetuning_flags)  # its flags in --help, not only in --helpfull
 flags.mark_flag_as_required("data_dir")
 FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
 
