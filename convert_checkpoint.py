@@ -13,7 +13,7 @@ import os
 from absl import flags, logging
 
 import model_flags
-from bert_tf import BertConfig, atomic_io, scripting
+from bert_tf import BertConfig, atomic_io, run_directory, scripting
 from bert_tf.checkpoints import convert_checkpoint, open_checkpoint
 
 FLAGS = flags.FLAGS
@@ -46,7 +46,7 @@ def main(_):
             raise ValueError(f"{FLAGS.init_checkpoint}: no config found beside it; pass --bert_config_file")
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     names = convert_checkpoint(FLAGS.init_checkpoint, os.path.join(FLAGS.output_dir, "bert_model.ckpt"), config)
-    config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))
+    run_directory.write_config(FLAGS.output_dir, config)
     vocab = FLAGS.vocab_file or _beside_input("vocab.txt")
     if vocab:
         with open(vocab, "rb") as f:

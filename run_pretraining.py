@@ -128,7 +128,7 @@ def main(_):
                            use_xla=use_xla, flops_per_example=loop.training_flops_per_example(
                                config, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq))
     if trainer.is_chief:
-        config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))
+        run_directory.write_config(FLAGS.output_dir, config)
     logging.info("Training with %s on %d replica(s), %d worker(s); XLA %s; batch %d = %d micro-batch(es) of %d",
                  policy, replicas, workers, "on" if use_xla else "off", FLAGS.train_batch_size,
                  FLAGS.num_accumulation_steps, FLAGS.train_batch_size // FLAGS.num_accumulation_steps)

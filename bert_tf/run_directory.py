@@ -2,6 +2,7 @@
 under kills.
 
     model.ckpt-N.{index,data-*}   weights under Google's names (what --init_checkpoint=output_dir loads)
+    bert_config.json              the model's config (Google's format), so output_dir is a model directory
     checkpoint                    TF1's index file: names the newest complete model.ckpt-N
     training_state/ckpt-N.*       model, optimizer, step, dropout RNG (for resuming)
     training_state/data_worker_W/ckpt-N.*   the input position of worker W at step N
@@ -32,6 +33,7 @@ STATE_DIR = "training_state"
 EXPORT_NAME = "model.ckpt"
 STATE_NAME = "ckpt"
 INDEX_FILE = "checkpoint"
+CONFIG_FILE = "bert_config.json"
 BEST_DIR = "best"
 EVALUATIONS_FILE = "dev_evaluations.jsonl"
 MAX_CHECKPOINTS_TO_KEEP = 5
@@ -135,6 +137,11 @@ def write_test_results(directory, rows, name=TEST_RESULTS_FILE):
     """The original's test_results.tsv: per example (rows: float [N, C]) its C values, tab-separated."""
     atomic_io.write_file(os.path.join(directory, name),
                          "".join("\t".join(str(value) for value in row) + "\n" for row in rows))
+
+
+def write_config(directory, config):
+    """`directory/bert_config.json`: the BertConfig `config` in Google's format (written atomically)."""
+    config.to_json_file(os.path.join(directory, CONFIG_FILE))
 
 
 def newest_export(directory):

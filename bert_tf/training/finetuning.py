@@ -13,7 +13,6 @@ predictions gathered on the host so that any metric can be computed from them.
 
 import dataclasses
 import math
-import os
 from typing import Callable
 
 import numpy as np
@@ -118,7 +117,7 @@ class FineTuner:
         logging.info("***** Running training: %d examples, batch size %d, %d steps (%d warmup) *****", data.count,
                      options.train_batch_size, num_train_steps, num_warmup_steps)
         if trainer.is_chief:  # the output_dir is then a complete checkpoint directory for --init_checkpoint
-            self.model.config.to_json_file(os.path.join(self.output_dir, "bert_config.json"))
+            run_directory.write_config(self.output_dir, self.model.config)
         try:
             results = trainer.train(data.dataset_fn, self.output_dir, num_train_steps, options.iterations_per_loop,
                                     options.save_checkpoints_steps, after_checkpoint)
