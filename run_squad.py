@@ -18,6 +18,7 @@ output_dir/best/, `--early_stopping_patience` stops when it no longer improves. 
 resumes from its last checkpoint.
 """
 
+import functools
 import json
 import os
 
@@ -107,11 +108,18 @@ def training_input(tokenizer):
     return TrainingInput(len(prepared.examples), dataset_fn, (FLAGS.max_seq_length,))
 
 
-def predict(model, tokenizer, batch_size):
-    """(predictions, nbest, null_odds, the SQuAD evaluation or None when the predict file has no answers)."""
+@functools.cache  # read once, also when --best_metric evaluates it at every checkpoint
+def prediction_input(tokenizer):
+    """(the predict file, its PreparedSquad, its windows' SquadFeatures, its SQuAD JSON)."""
     predict_file = input_file("validation")
     prepared = prepare(predict_file, tokenizer, is_training=False)
     features = squad_records.read_prediction_features(prepared.record_file)
+    return predict_file, prepared, features, load_squad_json(predict_file)
+
+
+def predict(model, tokenizer, batch_size):
+    """(predictions, nbest, null_odds, the SQuAD evaluation or None when the predict file has no answers)."""
+    predict_file, prepared, features, dataset_json = prediction_input(tokenizer)
     dataset = squad_records.squad_dataset(prepared.record_file, FLAGS.max_seq_length, False, batch_size)
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-len(features) // batch_size)))
     logging.info("***** Running predictions *****: %d examples, %d features, batch %d", len(prepared.examples),
@@ -122,7 +130,6 @@ def predict(model, tokenizer, batch_size):
     predictions, nbest, null_odds = compute_predictions(
         prepared.examples, features, results, FLAGS.n_best_size, FLAGS.max_answer_length, FLAGS.do_lower_case,
         FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold)
-    dataset_json = load_squad_json(predict_file)
     evaluation = None
     if all("answers" in qa for article in dataset_json for p in article["paragraphs"] for qa in p["qas"]):
         evaluation = evaluate(dataset_json, predictions, null_odds or None)
