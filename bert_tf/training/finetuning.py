@@ -23,7 +23,7 @@ from bert_tf import run_directory
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.data.tasks.pipeline import length_sorted_batches, make_dataset, num_examples
 from bert_tf.feature_schema import INPUT_IDS
-from bert_tf.training import loop, optimization
+from bert_tf.training import distribute, loop, optimization
 from bert_tf.training.best_checkpoint import StopTraining
 
 
@@ -87,7 +87,6 @@ class FineTuner:
             self.model = model_fn()
             self.model.build()
         self.global_step = 0
-        self.is_chief = True  # False on the workers of a multi-worker strategy, once trained
         self._forward = None
 
     def load(self, checkpoint):
@@ -125,8 +124,12 @@ class FineTuner:
             logging.info("Early stop at step %d of %d: %s", trainer.step, num_train_steps, stop)
             results = None
         self.global_step = trainer.step
-        self.is_chief = trainer.is_chief
         return results
+
+    @property
+    def is_chief(self):
+        """False on the workers of a multi-worker strategy other than the chief (which writes the outputs)."""
+        return distribute.is_chief(self.strategy)
 
     def in_memory_input(self, features):
         """The TrainingInput of `features` (dict of NumPy arrays [N, ...]): shuffled batches whose shared
