@@ -1,11 +1,21 @@
 """bert_tf: a faithful TensorFlow 2 / Keras 3 port of BERT."""
+import glob
+import os
+
 import setuptools
+
+# Every module of bert_tf/cli/ with a console() is a command: run_classifier.py -> bert-tf-run-classifier.
+COMMANDS = sorted(os.path.basename(path)[:-3] for path in glob.glob("bert_tf/cli/*.py")
+                  if "\ndef console():" in open(path, encoding="utf-8").read())
 
 setuptools.setup(
     name="bert_tf",
     version="0.1.0",
     description="BERT (Devlin et al., 2019) for TensorFlow 2 / Keras 3: pretraining, fine-tuning, serving.",
     packages=setuptools.find_packages(include=["bert_tf", "bert_tf.*"]),
+    package_data={"bert_tf.configs": ["*.json"]},
+    entry_points={"console_scripts": [f"bert-tf-{name.replace('_', '-')} = bert_tf.cli.{name}:console"
+                                      for name in COMMANDS]},
     python_requires=">=3.10",
     install_requires=[
         "tensorflow==2.21.*",

@@ -4,7 +4,7 @@
         [--train_seq_lengths=128] [--dtypes=float32,bfloat16] [--xla=on,off] [--tasks=inference,train]
         [--rounds=5] [--steps=3] [--warmup=2] [--torch_threads=0] [--note="smoke run"]
 
-Same model shapes (a bert_tf config json: `--config=base` is configs/bert_base_uncased.json, or a path),
+Same model shapes (a bert_tf config json: `--config=base` is bert_tf/configs/bert_base_uncased.json, or a path),
 random weights, random ids (no padding, segments half 0 / half 1). Paths:
 
   inference  forward pass of the encoder (sequence + pooled output), no dropout:
@@ -44,9 +44,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG_NAMES = {"tiny", "mini", "small", "medium", "base", "large"}  # bert_tf/configs/ (workers run in peer venvs)
 TORCH, TRANSFORMERS, KERAS_HUB = "2.13.0", "5.24.0", "0.32.0"
 LIBRARIES = ("bert_tf", "keras_hub", "torch")
-CONFIG_NAMES = {"tiny", "mini", "small", "medium", "base", "large"}
 
 
 # ------------------------------------------------------------------------------- worker (one per process)
@@ -273,7 +273,7 @@ def run_case(case, python, timeout):
 
 
 def load_config(name):
-    path = os.path.join(ROOT, "configs", f"bert_{name}_uncased.json") if name in CONFIG_NAMES else name
+    path = os.path.join(ROOT, "bert_tf", "configs", f"bert_{name}_uncased.json") if name in CONFIG_NAMES else name
     with open(path, encoding="utf-8") as f:
         return json.load(f), path
 

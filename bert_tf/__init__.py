@@ -4,7 +4,7 @@ The design, the layout and the contracts between the modules: docs/DESIGN.md in 
 scripts (run_pretraining.py, run_classifier.py, ...) and their commands: README.md.
 
 The names below are imported on first use (PEP 562), so pure-Python parts (tokenization, data creation
-workers, `python -m bert_tf.evaluation.squad`) do not pay for importing TensorFlow.
+workers, `bert-tf-evaluate-squad`) do not pay for importing TensorFlow.
 """
 
 import importlib

@@ -1,12 +1,10 @@
 import json
-import os
 
 import pytest
 
-from bert_tf import BertConfig, BertEncoder
+from bert_tf import BertConfig, BertEncoder, configs
 
 # The exact parameter counts of the released Google checkpoints (embeddings + encoder + pooler).
-CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs")
 PARAMETER_COUNTS = {"tiny": 4_385_920, "mini": 11_170_560, "small": 28_763_648, "medium": 41_373_184,
                     "base": 109_482_240, "large": 335_141_888}
 
@@ -14,7 +12,7 @@ PARAMETER_COUNTS = {"tiny": 4_385_920, "mini": 11_170_560, "small": 28_763_648, 
 @pytest.mark.parametrize("size", [pytest.param(size, marks=pytest.mark.slow) if size == "large" else size
                                   for size in sorted(PARAMETER_COUNTS)])  # large: > 10 s
 def test_bundled_configs_have_the_exact_parameter_counts(size):
-    config = BertConfig.from_json_file(os.path.join(CONFIGS, f"bert_{size}_uncased.json"))
+    config = BertConfig.from_json_file(configs.path(size))
     assert config.vocab_size == 30522 and config.type_vocab_size == 2
     encoder = BertEncoder(config)
     encoder.build()

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from bert_tf.evaluation import squad as evaluate_squad
+from bert_tf.cli import evaluate_squad
 from bert_tf.evaluation.squad import evaluate, exact_match, f1_score, normalize_answer
 
 # ------------------------------------------------------- the official scripts' logic, for reference only
@@ -243,8 +243,9 @@ def test_command_line_prints_the_official_json(tmp_path, capsys, monkeypatch):
     v1_file = _write(tmp_path / "dev-v1.json", {"version": "1.1", "data": v1_data})
     v1_pred = _write(tmp_path / "p1.json", v1_predictions)
     monkeypatch.setattr(sys, "argv", ["evaluate_squad", v1_file, v1_pred])
-    with pytest.raises(SystemExit) as exit_info:  # what `python -m bert_tf.evaluation.squad` runs
-        runpy.run_module("bert_tf.evaluation.squad", run_name="__main__")
+    monkeypatch.delitem(sys.modules, "bert_tf.cli.evaluate_squad")  # run afresh, as `python -m` does
+    with pytest.raises(SystemExit) as exit_info:  # what `python -m bert_tf.cli.evaluate_squad` runs
+        runpy.run_module("bert_tf.cli.evaluate_squad", run_name="__main__")
     printed = capsys.readouterr().out
     assert exit_info.value.code == 0 and printed.count("\n") == 1  # v1.1 prints one line
     assert json.loads(printed) == pytest.approx(_official_v1(v1_data, v1_predictions), abs=1e-9)
@@ -256,4 +257,15 @@ def test_command_line_prints_the_official_json(tmp_path, capsys, monkeypatch):
     assert evaluate_squad.main([v1_file, v1_pred, "-n", null_file]) == 1
     assert "null odds were given for SQuAD 1.1 data" in capsys.readouterr().err
     assert evaluate_squad.main([str(bad), pred_file]) == 1
-    assert "bad.json: not valid JSON" in capsys.readouterr().err
+    assert "bad.json: a SQuAD file is not valid JSON" in capsys.readouterr().err
+
+    assert evaluate_squad.main([pred_file, data_file]) == 1  # swapped: a few question ids named, not all
+    error = capsys.readouterr().err
+    assert error.startswith(f"Error: {pred_file}: expected a SQuAD JSON object") and error.count("\n") == 1
+    assert f"with {len(predictions)} key(s)" in error and "the SQuAD file comes first" in error
+    assert len(error) < 400 < len(predictions) * 10
+
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes('{"q1": "caf\u00e9"}'.encode("latin-1"))
+    assert evaluate_squad.main([data_file, str(latin1)]) == 1
+    assert f"{latin1}: the predictions file is not UTF-8 text" in capsys.readouterr().err

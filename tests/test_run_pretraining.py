@@ -69,7 +69,7 @@ CAPTURE_RUNNER = """
 import sys
 import numpy as np
 from absl import flags
-import run_pretraining
+from bert_tf.cli import run_pretraining
 from bert_tf.training import loop
 
 out, steps = sys.argv[1], int(sys.argv[2])
@@ -148,7 +148,7 @@ def test_dynamic_masking_with_our_create_pretraining_data(pretraining_data, tmp_
 CASES_RUNNER = """
 import json, sys
 from absl import flags
-import run_pretraining
+from bert_tf.cli import run_pretraining
 for argv in json.loads(sys.argv[1]):
     flags.FLAGS.unparse_flags()
     flags.FLAGS(["run_pretraining.py"] + argv)

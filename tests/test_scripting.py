@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = """
 import sys
 import tensorflow as tf
-from bert_tf import scripting
+from bert_tf.cli import scripting
 
 def main(_):
     kind = sys.argv[1]

@@ -106,7 +106,7 @@ def test_malformed_json_names_the_file(tmp_path):
     path = str(tmp_path / "broken.json")
     with open(path, "w") as f:
         f.write('{"data": [{"paragraphs": [}')
-    with pytest.raises(ValueError, match=r"broken\.json: not valid JSON \(Expecting value: line 1"):
+    with pytest.raises(ValueError, match=r"broken\.json: a SQuAD file is not valid JSON \(Expecting value: line 1"):
         squad.read_squad_examples(path, is_training=False)
     with pytest.raises(ValueError, match="expected a SQuAD JSON object with a 'data' list"):
         squad.read_squad_examples(_write(tmp_path, {"articles": []}), is_training=False)

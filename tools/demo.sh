@@ -56,7 +56,7 @@ done
 echo "== 7. run_pretraining.py: BERT-Mini from scratch for a few minutes (held-out eval every 200 steps)"
 python3 run_pretraining.py --input_file="$out/pretraining/train.tfrecord" \
   --eval_input_file="$out/pretraining/heldout.tfrecord" --output_dir="$out/pretraining/output" \
-  --bert_config_file=configs/bert_mini_uncased.json --vocab_file="$model/vocab.txt" --do_train --do_eval \
+  --bert_config_file=mini --vocab_file="$model/vocab.txt" --do_train --do_eval \
   --train_batch_size=32 --eval_batch_size=32 --max_eval_steps=25 --max_seq_length=64 \
   --max_predictions_per_seq=10 --learning_rate=5e-4 --num_train_steps=800 --num_warmup_steps=160 --seed=1 \
   --mixed_precision=bfloat16 --save_checkpoints_steps=200 --steps_per_loop=100 2>&1 \

@@ -11,7 +11,7 @@ paragraph: `is_impossible: true`, no answers. Train and dev paragraphs come from
 10th speech goes to dev), so dev measures reading, not memory.
 
 Writes `train-v1.1.json` and `dev-v1.1.json` (or `-v2.0`), the format `run_squad.py` and
-`python -m bert_tf.evaluation.squad` read.
+`bert-tf-evaluate-squad` read.
 """
 
 import argparse

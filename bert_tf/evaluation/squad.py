@@ -1,7 +1,7 @@
 """SQuAD evaluation giving the official v1.1 and v2.0 scripts' numbers, in process or on files.
 
-    python -m bert_tf.evaluation.squad dev-v1.1.json predictions.json
-    python -m bert_tf.evaluation.squad dev-v2.0.json predictions.json --na-prob-file null_odds.json
+    bert-tf-evaluate-squad dev-v1.1.json predictions.json          (bert_tf/cli/evaluate_squad.py)
+    bert-tf-evaluate-squad dev-v2.0.json predictions.json --na-prob-file null_odds.json
 
 prints the official script's JSON: `{"exact_match", "f1"}` for data without `is_impossible` (v1.1),
 otherwise the v2.0 keys `exact`, `f1`, `total`, `HasAns_*`, `NoAns_*` and, with null odds,
@@ -15,16 +15,13 @@ a missing prediction 0 (with a message), v2.0 would crash, so here a v2.0 evalua
 predictions raises a ValueError naming them.
 """
 
-import argparse
 import collections
-import json
 import re
 import string
-import sys
 
 from absl import logging
 
-from bert_tf.data.squad.examples import iterate_questions, load_squad_json
+from bert_tf.data.squad.examples import iterate_questions, load_squad_json, read_json
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
@@ -168,11 +165,7 @@ def evaluate(dataset, predictions, na_probs=None):
 
 
 def _load_json_object(path, what):
-    with open(path, encoding="utf-8") as f:
-        try:
-            value = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: {what} is not valid JSON ({e})") from None
+    value = read_json(path, what)
     if not isinstance(value, dict):
         raise ValueError(f"{path}: {what} must be a JSON object {{question id: value}}, got {type(value).__name__}")
     return value
@@ -183,23 +176,3 @@ def evaluate_files(data_file, predictions_file, na_prob_file=None):
     na_probs = _load_json_object(na_prob_file, "the no-answer probability file") if na_prob_file else None
     return evaluate(load_squad_json(data_file), _load_json_object(predictions_file, "the predictions file"),
                     na_probs)
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Official-equivalent SQuAD v1.1 / v2.0 evaluation.")
-    parser.add_argument("data_file", metavar="DATA.json", help="SQuAD dataset file")
-    parser.add_argument("pred_file", metavar="PREDICTIONS.json", help="model predictions (predictions.json)")
-    parser.add_argument("--na-prob-file", "-n", metavar="NULL_ODDS.json",
-                        help="SQuAD 2.0: no-answer scores per question (null_odds.json)")
-    args = parser.parse_args(argv)
-    try:
-        results = evaluate_files(args.data_file, args.pred_file, args.na_prob_file)
-    except (ValueError, OSError) as e:
-        sys.stderr.write(f"Error: {e}\n")
-        return 1
-    sys.stdout.write((json.dumps(results, indent=2) if "exact" in results else json.dumps(results)) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

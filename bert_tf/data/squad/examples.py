@@ -113,17 +113,28 @@ def split_context(text):
     return doc_tokens, char_to_word_offset
 
 
+def read_json(path, what):
+    """The JSON value in the file `path`; ValueError naming the file and `what` it should hold when it is not
+    UTF-8 JSON."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: {what} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: {what} is not valid JSON ({e})") from None
+
+
 def load_squad_json(path):
     """The `data` list (articles) of a SQuAD JSON file; ValueError naming the file when it is not JSON
     or has no `data` list."""
-    with open(path, encoding="utf-8") as f:
-        try:
-            dataset = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON ({e})") from None
+    dataset = read_json(path, "a SQuAD file")
     if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
-        raise ValueError(f"{path}: expected a SQuAD JSON object with a 'data' list of articles, got "
-                         f"{type(dataset).__name__} with keys {sorted(dataset) if isinstance(dataset, dict) else []}")
+        got = type(dataset).__name__
+        if isinstance(dataset, dict):  # a predictions file has a key per question: name a few, not all
+            keys = ", ".join(repr(key)[:40] for key in list(dataset)[:3]) + (", ..." if len(dataset) > 3 else "")
+            got += f" with {len(dataset)} key(s) {keys} (a predictions file? the SQuAD file comes first)"
+        raise ValueError(f"{path}: expected a SQuAD JSON object with a 'data' list of articles, got {got}")
     return dataset["data"]
 
 

@@ -1,5 +1,5 @@
 """Checks of flag values that several scripts share, each a ValueError naming the flag, its value and what is
-expected. A script-side module that defines no flags (unlike training_flags.py), so that any script can
+expected. A command-side module that defines no flags (unlike training_flags.py), so that any script can
 import it without taking on flags it does not read.
 """
 

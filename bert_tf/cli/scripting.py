@@ -4,7 +4,7 @@ failures of files and disks."""
 import os
 import sys
 
-from absl import app, logging
+from absl import app, flags, logging
 
 TRACEBACK_VARIABLE = "BERT_TF_TRACEBACK"  # set to 1 to see the traceback of a reported error
 
@@ -39,4 +39,15 @@ def run(main):
             sys.stderr.write(f"Error: {error_line(e)}\n")
             sys.exit(1)
 
+    _show_key_flags_in_help(main)
     app.run(guarded)
+
+
+def _show_key_flags_in_help(main):
+    """absl's `--help` lists the key flags of the module named sys.argv[0] (the script run): for a console
+    command or a checkout's wrapper script, that is not the module that defines them (bert_tf/cli/*.py), so
+    its key flags are registered under sys.argv[0] too."""
+    module = sys.modules[main.__module__]
+    if module.__name__ != "__main__":
+        for flag in flags.FLAGS.get_key_flags_for_module(module):
+            flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)

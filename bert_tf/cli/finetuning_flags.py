@@ -1,5 +1,5 @@
-"""The flags and steps that run_classifier.py, run_ner.py, run_swag.py and run_squad.py share (a script-side
-module: the library under bert_tf/ never reads flags).
+"""The flags and steps that run_classifier.py, run_ner.py, run_swag.py and run_squad.py share (a command-side
+module: the library outside bert_tf/cli/ never reads flags).
 
 The original run_classifier.py / run_squad.py flags with their defaults; the model-file flags come from
 model_flags.py, the training flags (TPU, loop, distribution, precision, XLA, optimizer, seed) from
@@ -10,10 +10,8 @@ import os
 
 from absl import flags, logging
 
-import flag_checks
-import model_flags
-import training_flags
 from bert_tf import BertConfig, run_directory
+from bert_tf.cli import flag_checks, model_flags, training_flags
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.training.best_checkpoint import BestCheckpoint
 from bert_tf.training.finetuning import FineTuner, FineTuningOptions

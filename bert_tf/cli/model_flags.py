@@ -1,5 +1,5 @@
-"""The flags that name a BERT model's files, defined once for every script (a script-side module: the library
-under bert_tf/ never reads flags).
+"""The flags that name a BERT model's files, defined once for every script (a command-side module: the library
+outside bert_tf/cli/ never reads flags).
 
     import model_flags
     model_flags.define("bert_config_file", "vocab_file", "init_checkpoint", "do_lower_case")
@@ -10,11 +10,23 @@ and defaults); a script marks them required itself when it has no default for th
 
 from absl import flags
 
+from bert_tf import configs
+
+
+class _ConfigFileParser(flags.ArgumentParser):
+    """--bert_config_file: a path, or a size of bert_tf/configs/ (`base`) read as its bundled file's path."""
+
+    def parse(self, argument):
+        return configs.resolve(argument)
+
+    def flag_type(self):
+        return "string"
+
 _DEFINITIONS = {
-    "bert_config_file": lambda: flags.DEFINE_string(
-        "bert_config_file", None, "bert_config.json (Google) or config.json (HuggingFace) of the model. "
-        "export_model.py and convert_checkpoint.py default to the config embedded in (or beside) "
-        "--init_checkpoint."),
+    "bert_config_file": lambda: flags.DEFINE(
+        _ConfigFileParser(), "bert_config_file", None, "bert_config.json (Google) or config.json (HuggingFace) "
+        f"of the model, or a bundled size: {'|'.join(configs.NAMES)}. export_model.py and convert_checkpoint.py "
+        "default to the config embedded in (or beside) --init_checkpoint.", serializer=flags.ArgumentSerializer()),
     "vocab_file": lambda: flags.DEFINE_string(
         "vocab_file", None, "The vocab.txt that the BERT model was trained on."),
     "init_checkpoint": lambda: flags.DEFINE_string(

@@ -1,6 +1,6 @@
 """The training flags that run_pretraining.py, run_squad.py and the fine-tuning scripts (finetuning_flags.py)
-share, and what they set up: the strategy, the mixed-precision policy, XLA. A script-side module: the
-library under bert_tf/ never reads flags.
+share, and what they set up: the strategy, the mixed-precision policy, XLA. A command-side module: the
+library outside bert_tf/cli/ never reads flags.
 
 The original's TPU and loop flags with their defaults (`--use_tpu`, `--tpu_name`, `--tpu_zone`,
 `--gcp_project`, `--master`, `--num_tpu_cores`, `--save_checkpoints_steps`, `--iterations_per_loop`), then

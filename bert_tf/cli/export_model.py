@@ -1,0 +1,84 @@
+"""Export a BERT model as a SavedModel for TF Serving, or the encoder as a TF-Hub-style pair.
+
+    python export_model.py --model_type=encoder --bert_config_file=$BERT_DIR/bert_config.json \
+      --vocab_file=$BERT_DIR/vocab.txt --init_checkpoint=$BERT_DIR/bert_model.ckpt \
+      --max_seq_length=128 --export_dir=/models/bert
+
+writes `/models/bert/1/` (the next free version number on later runs) with the signatures `serving_default`
+(int32 input_ids / input_mask / segment_ids), `serve_text` (raw `text_a`), `serve_text_pair` (`text_a`,
+`text_b`) and `serve_examples` (serialized tf.train.Example with `text_a`, optional `text_b`); see
+`bert_tf/export/serving.py`. `--export_format=hub` (encoder only) writes `export_dir/preprocessor/` and
+`export_dir/encoder/` instead. Loading either needs `import tensorflow_text`.
+
+A fine-tuned task model exports from its fine-tuning --output_dir (the newest model.ckpt-N, whose embedded
+config stands in for --bert_config_file):
+
+    python export_model.py --model_type=classifier --init_checkpoint=/tmp/mrpc_output \
+      --vocab_file=$BERT_DIR/vocab.txt --max_seq_length=128 --export_dir=/models/mrpc
+
+classifier (run_classifier.py): logits, probabilities, label_id, label, and a `classify` signature for TF
+Serving's Classify API (a regression model: score, and `regress`); ner (run_ner.py): logits, tag_ids,
+tags; squad (run_squad.py): start/end logits and the best answer span, with `serve_text(question,
+context)` and `serve_examples` over `question` / `context` features (see bert_tf/export/task_adapters.py).
+
+Every model variable must come from `--init_checkpoint` (Google, bert_tf or HuggingFace): an export never
+serves randomly initialised weights.
+"""
+
+from absl import flags, logging
+
+from bert_tf.cli import flag_checks, model_flags, scripting
+from bert_tf.export import model_types, serving
+
+FLAGS = flags.FLAGS
+model_flags.define("bert_config_file", "vocab_file", "do_lower_case", "init_checkpoint")
+flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --helpfull
+flags.DEFINE_enum("model_type", "encoder", model_types.MODEL_TYPES,
+                  "What to export: the encoder (pooled/sequence outputs), a fine-tuned task model, or the "
+                  "pretraining model (masked LM logits at every position, next sentence logits).")
+flags.DEFINE_enum("export_format", "serving", ["serving", "hub"],
+                  "serving: export_dir/<version>/ for TF Serving; hub: export_dir/preprocessor/ and "
+                  "export_dir/encoder/ (TF-Hub-style, encoder only).")
+flags.DEFINE_integer("max_seq_length", 128, "T of every signature: the packed length of raw text inputs.")
+flags.DEFINE_string("export_dir", None, "Where to write the SavedModel(s).")
+flags.DEFINE_list("label_list", None, "classifier and ner: the label names in label-id order; default: the "
+                  "labels.txt the fine-tuning run wrote beside --init_checkpoint (run_classifier.py: the task's "
+                  "labels, e.g. 0,1 for MRPC, or its --label_list; run_ner.py: the training file's tags, sorted, O "
+                  "first). Not for a regression classifier.")
+flags.DEFINE_integer("max_answer_length", 30, "squad: the longest answer span, in word pieces.")
+for name in ("vocab_file", "init_checkpoint", "export_dir"):
+    flags.mark_flag_as_required(name)
+
+
+def main(_):
+    logging.set_verbosity(logging.INFO)
+    if FLAGS.export_format == "hub" and FLAGS.model_type != "encoder":
+        raise ValueError(f"--export_format=hub exports the encoder only, not --model_type={FLAGS.model_type}")
+    for name, types in model_types.TASK_OPTIONS.items():
+        if FLAGS[name].present and FLAGS.model_type not in types:
+            raise ValueError(f"--{name} is for --model_type={' or '.join(types)}, not {FLAGS.model_type}")
+    flag_checks.check_max_seq_length(segments=1)  # what serve_text packs
+    config = model_types.read_config(FLAGS.bert_config_file, FLAGS.init_checkpoint)
+    config.check_seq_length(FLAGS.max_seq_length)
+    label_list = FLAGS.label_list
+    if label_list is None and FLAGS.model_type in model_types.TASK_OPTIONS["label_list"]:
+        label_list = model_types.saved_labels(FLAGS.init_checkpoint)
+    model, adapter = model_types.build_model(FLAGS.model_type, config, FLAGS.init_checkpoint, label_list,
+                                             FLAGS.max_answer_length)
+    if FLAGS.export_format == "hub":
+        paths = serving.export_hub(model, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
+                                   FLAGS.export_dir)
+    else:
+        paths = [serving.export_serving(adapter, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
+                                        FLAGS.export_dir)]
+    for path in paths:
+        logging.info("Wrote %s", path)
+
+
+def console():
+    """The command (see the module docstring): absl parses the flags and runs main."""
+    scripting.run(main)
+
+
+if __name__ == "__main__":
+    console()
