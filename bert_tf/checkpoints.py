@@ -222,6 +222,37 @@ def open_checkpoint(path):
 
 # ------------------------------------------------------------------------------------------------ loading
 
+_LAYER = re.compile(r"^bert/encoder/layer_(\d+)/")
+
+
+def checkpoint_dimensions(source):
+    """The config fields that the tensor shapes of `source` (a CheckpointSource) fix, for those it has:
+    vocab_size, hidden_size, max_position_embeddings, type_vocab_size, num_hidden_layers, intermediate_size."""
+    shapes, found = source.shapes, {}
+    for name, fields in (("bert/embeddings/word_embeddings", ("vocab_size", "hidden_size")),
+                         ("bert/embeddings/position_embeddings", ("max_position_embeddings", None)),
+                         ("bert/embeddings/token_type_embeddings", ("type_vocab_size", None)),
+                         ("bert/encoder/layer_0/intermediate/dense/kernel", (None, "intermediate_size"))):
+        if name in shapes and len(shapes[name]) == 2:
+            found.update({field: int(size) for field, size in zip(fields, shapes[name]) if field})
+    layers = {int(match.group(1)) for match in map(_LAYER.match, shapes) if match}
+    if layers:
+        found["num_hidden_layers"] = max(layers) + 1
+    return found
+
+
+def check_fits(config, path, config_name="the config"):
+    """Before any model is built: ValueError naming the first (up to 3) fields of `config` (a BertConfig,
+    called `config_name` in the message) that the checkpoint at `path` contradicts, or a checkpoint that
+    cannot be opened (`open_checkpoint`'s errors). Reads only the checkpoint's index / header."""
+    found = checkpoint_dimensions(open_checkpoint(path))
+    differences = [f"{field} {value} (checkpoint) vs {getattr(config, field)}" for field, value in found.items()
+                   if getattr(config, field) != value]
+    if differences:
+        more = f" and {len(differences) - 3} more" if len(differences) > 3 else ""
+        raise ValueError(f"{path} does not fit {config_name}: " + ", ".join(differences[:3]) + more)
+
+
 @dataclasses.dataclass
 class LoadReport:
     """What `load_checkpoint` did: canonical names `mapped` into the model, checkpoint tensors `ignored`
@@ -279,13 +310,13 @@ def load_checkpoint(model, path):
     required_missing = [n for n in missing if not _optional(n)]
     problems = []
     if mismatched:
-        problems.append(f"{len(mismatched)} shape mismatch(es): " + "; ".join(mismatched[:10]))
+        problems.append(f"{len(mismatched)} shape mismatch(es): " + "; ".join(mismatched[:3]))
     if leftovers:
         problems.append(f"{len(leftovers)} checkpoint tensor(s) with no model variable: "
-                        + ", ".join(leftovers[:10]))
+                        + ", ".join(leftovers[:3]))
     if required_missing:
         problems.append(f"{len(required_missing)} model variable(s) missing from the checkpoint: "
-                        + ", ".join(required_missing[:10]))
+                        + ", ".join(required_missing[:3]))
     if problems:
         raise ValueError(f"{source.path} ({source.format} checkpoint) does not fit this model "
                          "(is it for a different size or config?): " + " | ".join(problems))

@@ -7,6 +7,12 @@ tiny model and MiniLM vocab of the fine-tuning script tests and the pretraining 
 test_run_pretraining (the fixtures tiny_model_dir and pretraining_data).
 """
 
+import json
+import os
+import re
+import subprocess
+import sys
+
 import pytest
 import tensorflow as tf
 
@@ -133,3 +139,75 @@ def test_pretraining_truncated_records(pretraining_data, tmp_path, keep, detail)
                                    expect_error=True)
     assert error.startswith(f"Error: {cut}: ends inside a record at byte {last} ({detail.format(length=lengths[-1])}")
     assert error.endswith("; the file is truncated: recreate it")
+
+
+
+# Runs one command of bert_tf/cli/ on several command lines in one process (one TensorFlow start-up for all),
+# each through scripting.run as the installed command does; `CASE <i>` on stderr before each case's output.
+CASES_RUNNER = """
+import importlib, json, sys
+from absl import flags
+from bert_tf.cli import scripting
+command, cases = sys.argv[1], json.loads(sys.argv[2])
+module = importlib.import_module("bert_tf.cli." + command)
+for index, argv in enumerate(cases):
+    print(f"CASE {index}", file=sys.stderr, flush=True)
+    flags.FLAGS.unparse_flags()
+    sys.argv = [command] + argv
+    try:
+        scripting.run(module.main)
+    except SystemExit as e:
+        print(f"EXIT {e.code}", file=sys.stderr, flush=True)
+"""
+
+
+def run_cases(command, cases, tmp_path):
+    """{case id: (Error line, that case's output)} of `cases` ({id: {flag: value}}) run by CASES_RUNNER; each
+    must fail cleanly, before a model took weights ("Loaded ..."), leaving no output folder behind."""
+    argvs = [[f"--{k}={v}" for k, v in flags.items()] for flags in cases.values()]
+    done = subprocess.run([sys.executable, "-c", CASES_RUNNER, command, json.dumps(argvs)], capture_output=True,
+                          text=True, cwd=tmp_path, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=300)
+    outputs = re.split(r"^CASE \d+\n", done.stderr, flags=re.M)[1:]
+    assert len(outputs) == len(cases), done.stderr[-3000:]
+    results = {}
+    for (name, flags), output in zip(cases.items(), outputs):
+        assert "EXIT 1" in output, f"{name}: {output[-2000:]}"
+        results[name] = error_line(1, output), output
+        assert "Loaded " not in output, f"{name}: the model took weights before the error"
+        for flag in ("output_dir", "export_dir"):
+            assert flag not in flags or not os.path.exists(tmp_path / flags[flag]), f"{name}: --{flag} left behind"
+    return results
+
+
+@pytest.mark.slow
+def test_files_and_checkpoints_are_checked_before_any_model(tiny_model_dir, tmp_path):
+    """Missing or mismatched inputs of each command: one short line naming the user's path, before TensorFlow
+    builds a model, and no output folder left (the run created it; it is removed again)."""
+    data = write_files(tmp_path / "SST-2", {k[len("SST-2/"):]: v for k, v in GLUE.items() if k.startswith("SST-2/")})
+    model = {k: str(v) for k, v in tiny_model_dir.items()}
+    tuning = {**model, "task_name": "sst-2", "data_dir": data, "do_train": True, "max_seq_length": 32}
+    errors = run_cases("run_classifier", {
+        "no_data": {**tuning, "data_dir": "nodir", "output_dir": "out1"},
+        "bad_task": {**tuning, "task_name": "sst-9", "output_dir": "out2"},
+        "no_checkpoint": {**tuning, "init_checkpoint": "nockpt", "output_dir": "new/out3"},
+        "other_size": {**tuning, "bert_config_file": "base", "output_dir": "out4"},
+    }, tmp_path)
+    assert errors["no_data"][0] == "Error: nodir/train.tsv does not exist: the train set of Sst2Processor is " \
+                                   "expected there"
+    assert errors["bad_task"][0].startswith("Error: unknown task 'sst-9'; expected one of ax, cola")
+    assert errors["no_checkpoint"][0] == "Error: nockpt: checkpoint not found"
+    assert not os.path.exists(tmp_path / "new")  # the folder the run would have created above out3 too
+    mismatch = errors["other_size"][0]
+    assert mismatch.startswith(f"Error: {model['init_checkpoint']} does not fit --bert_config_file=")
+    assert "bert_base_uncased.json: hidden_size 32 (checkpoint) vs 768, " in mismatch and len(mismatch) < 400
+
+    (tmp_path / "input.txt").write_text("a sentence\n", encoding="utf-8")
+    extract = {**model, "max_seq_length": 32, "layers": "-1", "input_file": "input.txt", "output_file": "x.jsonl"}
+    errors = run_cases("extract_features", {"no_input": {**extract, "input_file": "none.txt"},
+                                            "no_folder": {**extract, "output_file": "nodir/x.jsonl"}}, tmp_path)
+    assert errors["no_input"][0] == "Error: --input_file=none.txt: no such file"
+    assert errors["no_folder"][0] == f"Error: --output_file=nodir/x.jsonl: the folder {tmp_path}/nodir does not exist"
+
+    errors = run_cases("export_model", {"no_vocab": {**model, "vocab_file": "novocab", "export_dir": "export",
+                                                      "max_seq_length": 32}}, tmp_path)
+    assert errors["no_vocab"][0] == "Error: vocab file 'novocab' does not exist"

@@ -116,8 +116,8 @@ def test_checkpoint_for_a_different_size(minilm_dir, tiny_config, minilm_config)
     with pytest.raises(ValueError) as error:
         load_checkpoint(BertEncoder(tiny_config), minilm_dir)
     message = str(error.value)
-    assert "does not fit this model" in message
-    assert "bert/embeddings/word_embeddings: checkpoint [30522, 384], model [99, 32]" in message
+    assert "does not fit this model" in message and len(message) < 800  # the first 3 of each kind, counted
+    assert "39 shape mismatch(es): bert/embeddings/LayerNorm/beta: checkpoint [384], model [32]; " in message
     fewer_layers = BertConfig(**{**minilm_config.to_dict(), "num_hidden_layers": 4})
     with pytest.raises(ValueError, match=r"checkpoint tensor\(s\) with no model variable: "
                                          r"bert/encoder/layer_4/attention/output/LayerNorm/beta \[384\]"):

@@ -89,7 +89,7 @@ BAD_INPUTS = {
     "malformed vocab": ({"vocab": "invalid utf-8"}, "vocab.txt:501: invalid UTF-8"),
     "missing checkpoint": ({"init_checkpoint": "/nonexistent/bert_model.ckpt"}, "checkpoint not found"),
     "corrupt checkpoint": ({"init_checkpoint": "corrupt"}, "cannot read TensorFlow checkpoint"),
-    "different size": ({"config": "layers4"}, "does not fit this model"),
+    "different size": ({"config": "layers4"}, "num_hidden_layers 6 (checkpoint) vs 4"),
     "bad layer": ({"layers": "-1,-7"}, "layer -7 does not exist in a 6-layer model"),
 }
 

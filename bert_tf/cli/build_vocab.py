@@ -12,7 +12,7 @@ learned). Distinct words are counted in memory: for a very large corpus, pass a 
 
 from absl import flags, logging
 
-from bert_tf.cli import model_flags, scripting
+from bert_tf.cli import flag_checks, model_flags, scripting
 from bert_tf.data.pretraining.corpus import INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, CorpusReader, expand_input_patterns
 from bert_tf.data.pretraining.vocab_builder import count_words, learn_vocab, unknown_rate, write_vocab
 
@@ -29,6 +29,7 @@ for name in ("input_file", "output_file"):
 
 def main(_):
     logging.set_verbosity(logging.INFO)
+    flag_checks.check_output_file("output_file")  # before counting the corpus
     reader = CorpusReader(FLAGS.invalid_utf8)
     lines = (text for path in expand_input_patterns(FLAGS.input_file) for _, text in reader.lines(path))
     word_counts = count_words(lines, FLAGS.do_lower_case)

@@ -35,6 +35,7 @@ def main(_):
     logging.set_verbosity(logging.INFO)
     if FLAGS.bert_config_file:
         config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        model_flags.check_init_checkpoint(config)
     else:
         source = open_checkpoint(FLAGS.init_checkpoint)
         config_file = _beside_input("bert_config.json") or _beside_input("config.json")

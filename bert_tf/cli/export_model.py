@@ -29,6 +29,7 @@ from absl import flags, logging
 
 from bert_tf.cli import flag_checks, model_flags, scripting
 from bert_tf.export import model_types, serving
+from bert_tf.tokenization import load_vocab
 
 FLAGS = flags.FLAGS
 model_flags.define("bert_config_file", "vocab_file", "do_lower_case", "init_checkpoint")
@@ -60,6 +61,8 @@ def main(_):
     flag_checks.check_max_seq_length(segments=1)  # what serve_text packs
     config = model_types.read_config(FLAGS.bert_config_file, FLAGS.init_checkpoint)
     config.check_seq_length(FLAGS.max_seq_length)
+    config.check_vocab_size(len(load_vocab(FLAGS.vocab_file)), FLAGS.vocab_file)
+    model_flags.check_init_checkpoint(config)
     label_list = FLAGS.label_list
     if label_list is None and FLAGS.model_type in model_types.TASK_OPTIONS["label_list"]:
         label_list = model_types.saved_labels(FLAGS.init_checkpoint)

@@ -62,6 +62,7 @@ def setup(segments=1, modes=("do_train", "do_eval", "do_predict")):
     config.check_seq_length(FLAGS.max_seq_length)
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     config.check_vocab_size(len(tokenizer.vocab), FLAGS.vocab_file)
+    model_flags.check_init_checkpoint(config)
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     training_flags.set_policy()
     return strategy, config, tokenizer

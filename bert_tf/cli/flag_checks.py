@@ -3,6 +3,8 @@ expected. A command-side module that defines no flags (unlike training_flags.py)
 import it without taking on flags it does not read.
 """
 
+import os
+
 from absl import flags
 
 FLAGS = flags.FLAGS
@@ -24,3 +26,27 @@ def check_max_seq_length(segments):
     max_seq_length - 3 of a pair)."""
     what = "the text and [SEP]" if segments == 1 else f"each of the {segments} texts and a [SEP] after each"
     check_at_least(1 + 2 * segments, "max_seq_length", reason=f"room for [CLS], a word piece of {what}")
+
+
+def check_input_file(name):
+    """ValueError `--name=path: ...` unless the file flag `name` names a readable file."""
+    path = FLAGS[name].value
+    if os.path.isdir(path):
+        raise ValueError(f"--{name}={path}: is a directory; expected a file")
+    if not os.path.isfile(path):
+        raise ValueError(f"--{name}={path}: no such file")
+    if not os.access(path, os.R_OK):
+        raise ValueError(f"--{name}={path}: not readable")
+
+
+def check_output_file(name):
+    """ValueError `--name=path: ...` unless the folder that the file flag `name` names a file in exists and is
+    writable (a command creates output folders, not the folders of output files, as the original)."""
+    path = FLAGS[name].value
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ValueError(f"--{name}={path}: is a directory; expected a file name")
+    if not os.path.isdir(folder):
+        raise ValueError(f"--{name}={path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"--{name}={path}: the folder {folder} is not writable")

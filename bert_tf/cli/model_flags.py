@@ -12,6 +12,8 @@ from absl import flags
 
 from bert_tf import configs
 
+FLAGS = flags.FLAGS
+
 
 class _ConfigFileParser(flags.ArgumentParser):
     """--bert_config_file: a path, or a size of bert_tf/configs/ (`base`) read as its bundled file's path."""
@@ -45,3 +47,14 @@ def define(*names):
         if name not in _DEFINITIONS:
             raise ValueError(f"model_flags.define({name!r}): expected one of {', '.join(NAMES)}")
         _DEFINITIONS[name]()
+
+
+def check_init_checkpoint(config):
+    """Before any model is built: --init_checkpoint, if given, opens and its shapes fit `config` (the
+    checkpoint's index or header is read, no weights): ValueError naming the first differences otherwise."""
+    from bert_tf import checkpoints  # TensorFlow: not for the commands that never start it
+
+    if FLAGS.init_checkpoint:
+        config_file = FLAGS["bert_config_file"].value
+        checkpoints.check_fits(config, FLAGS.init_checkpoint,
+                               f"--bert_config_file={config_file}" if config_file else "its config")

@@ -13,7 +13,7 @@ The output is written under a temporary name and renamed when complete.
 
 from absl import flags, logging
 
-from bert_tf.cli import scripting
+from bert_tf.cli import flag_checks, scripting
 from bert_tf.data.pretraining.corpus import (
     INPUT_FORMATS,
     INVALID_UTF8_CHOICES,
@@ -35,6 +35,7 @@ for name in ("input_file", "output_file"):
 
 def main(_):
     logging.set_verbosity(logging.INFO)
+    flag_checks.check_output_file("output_file")
     files = expand_input_patterns(FLAGS.input_file)
     documents, sentences, reader = prepare_corpus(files, FLAGS.output_file, FLAGS.input_format, FLAGS.text_field,
                                                   FLAGS.invalid_utf8)

@@ -98,6 +98,7 @@ def main(_):
                          f"max_seq_length={FLAGS.max_seq_length}")
     if FLAGS.vocab_file:
         config.check_vocab_size(len(load_vocab(FLAGS.vocab_file)), FLAGS.vocab_file)
+    model_flags.check_init_checkpoint(config)
     masking = masking_config(config)
     train_files = pipeline.expand_record_patterns(FLAGS.input_file)
     eval_files = pipeline.expand_record_patterns(FLAGS.eval_input_file or FLAGS.input_file)

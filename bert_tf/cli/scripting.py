@@ -1,7 +1,8 @@
-"""What every absl script shares: one clear error line instead of a traceback for bad input and for the
-failures of files and disks."""
+"""What every command shares: one clear error line instead of a traceback for bad input and for the
+failures of files and disks, no empty output folder left by a failed run, every key flag in `--help`."""
 
 import os
+import shutil
 import sys
 
 from absl import app, flags, logging
@@ -27,12 +28,15 @@ def run(main):
     """`absl.app.run(main)`, but a ValueError (bad flags or data), an OSError (missing or unwritable file,
     full disk) or a TensorFlow OpError (damaged or truncated file, failed write) ends the program with a
     single `Error: ...` line on stderr and exit status 1 (with BERT_TF_TRACEBACK=1 in the environment, the
-    traceback is printed too); other exceptions keep their traceback (they are bugs)."""
+    traceback is printed too); other exceptions keep their traceback (they are bugs). Whatever ends a run
+    early (an error, Ctrl-C), the output folders it created and wrote no file into are removed."""
 
     def guarded(argv):
+        created = _new_output_directories()
         try:
             return main(argv)
-        except Exception as e:
+        except BaseException as e:
+            _remove_if_fileless(created)
             if not _reported(e) or os.environ.get(TRACEBACK_VARIABLE) == "1":
                 raise
             logging.flush()
@@ -51,3 +55,28 @@ def _show_key_flags_in_help(main):
     if module.__name__ != "__main__":
         for flag in flags.FLAGS.get_key_flags_for_module(module):
             flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+
+OUTPUT_DIRECTORY_FLAGS = ("output_dir", "export_dir")  # the folders a command creates for its outputs
+
+
+def _new_output_directories():
+    """For each output folder flag of the command, the outermost folder of its path that does not exist yet
+    (the one the run would create)."""
+    created = []
+    for name in OUTPUT_DIRECTORY_FLAGS:
+        path = flags.FLAGS[name].value if name in flags.FLAGS else None
+        if not path or os.path.exists(path):
+            continue
+        path = os.path.abspath(path)
+        while not os.path.exists(os.path.dirname(path)):
+            path = os.path.dirname(path)
+        created.append(path)
+    return created
+
+
+def _remove_if_fileless(folders):
+    """A failed run leaves no output folder it created without a file in it (only empty folders): those go."""
+    for folder in folders:
+        if os.path.isdir(folder) and not any(files for _, _, files in os.walk(folder)):
+            shutil.rmtree(folder, ignore_errors=True)
