@@ -1,5 +1,5 @@
 """scripting.run: the errors of bad input, files, disks and TensorFlow end a script with one `Error:` line
-(exit 1), with the traceback on request; a bug keeps its traceback."""
+(exit 1), with the traceback on request; a bug keeps its traceback; a run that ends well logs a summary."""
 
 import os
 import subprocess
@@ -50,3 +50,42 @@ def test_a_bug_keeps_its_traceback():
     code, stderr = run("bug")
     assert code == 1 and "Traceback" in stderr and "KeyError: 'a bug'" in stderr
     assert not [x for x in stderr.splitlines() if x.startswith("Error:")]
+
+
+SUMMARY_SCRIPT = """
+import os
+from absl import flags
+from bert_tf.cli import scripting
+
+flags.DEFINE_string("output_dir", None, "")
+flags.DEFINE_string("best_metric", None, "")
+
+def main(argv):
+    out = flags.FLAGS.output_dir
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "eval_results.txt"), "w") as f:
+        f.write("eval_accuracy = 0.84257\\neval_f1 = 0.5\\neval_loss = 0.41\\nglobal_step = 343\\n")
+    if argv[1:] == ["fail"]:
+        raise ValueError("bad data")
+
+scripting.run(main)
+"""
+
+
+def test_summary_names_what_the_run_wrote_and_its_headline_metrics(tmp_path):
+    """A run that ends well logs one last line: wall time, the output entries it wrote, eval results' headline
+    metrics (--best_metric first); an output folder that was already there keeps its older entries unnamed."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "old.txt").write_text("from an earlier run")
+    os.utime(tmp_path / "out" / "old.txt", (0, 0))
+    done = subprocess.run([sys.executable, "-c", SUMMARY_SCRIPT, f"--output_dir={tmp_path}/out",
+                           "--best_metric=eval_loss"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.endswith(f"] Done in 0:00:00. Wrote {tmp_path}/out/: eval_results.txt | eval_loss = 0.4100 | "
+                         "eval_f1 = 0.5000 | eval_accuracy = 0.8426"), last
+
+    done = subprocess.run([sys.executable, "-c", SUMMARY_SCRIPT, f"--output_dir={tmp_path}/new", "fail"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1 and "Done in" not in done.stderr and "Error: bad data" in done.stderr
+    assert (tmp_path / "new" / "eval_results.txt").exists()  # a folder with a file in it stays

@@ -1,9 +1,12 @@
 """What every command shares: one clear error line instead of a traceback for bad input and for the
 failures of files and disks, no empty output folder left by a failed run, every key flag in `--help`."""
 
+import datetime
+import json
 import os
 import shutil
 import sys
+import time
 
 from absl import app, flags, logging
 
@@ -29,12 +32,15 @@ def run(main):
     full disk) or a TensorFlow OpError (damaged or truncated file, failed write) ends the program with a
     single `Error: ...` line on stderr and exit status 1 (with BERT_TF_TRACEBACK=1 in the environment, the
     traceback is printed too); other exceptions keep their traceback (they are bugs). Whatever ends a run
-    early (an error, Ctrl-C), the output folders it created and wrote no file into are removed."""
+    early (an error, Ctrl-C), the output folders it created and wrote no file into are removed. A run that
+    ends well logs its `summary` last."""
 
     def guarded(argv):
-        created = _new_output_directories()
+        created, started = _new_output_directories(), time.time()
         try:
-            return main(argv)
+            status = main(argv)
+            logging.info("%s", summary(started))
+            return status
         except BaseException as e:
             _remove_if_fileless(created)
             if not _reported(e) or os.environ.get(TRACEBACK_VARIABLE) == "1":
@@ -58,6 +64,50 @@ def _show_key_flags_in_help(main):
 
 
 OUTPUT_DIRECTORY_FLAGS = ("output_dir", "export_dir")  # the folders a command creates for its outputs
+OUTPUT_FLAGS = OUTPUT_DIRECTORY_FLAGS + ("output_file",)
+# The metrics a summary quotes from the eval results a run wrote, the first two present (besides --best_metric).
+HEADLINE_METRICS = ("eval_f1", "eval_accuracy", "eval_pearson", "eval_mcc", "masked_lm_accuracy",
+                    "next_sentence_accuracy", "exact_match", "exact", "f1")
+
+
+def summary(started):
+    """The last line of a run that ends well: its wall time, what it wrote (the entries of its output flags
+    changed since `started`, a time.time()) and the headline metrics of the eval results it wrote, e.g.
+    `Done in 0:05:12. Wrote out/: eval_results.txt, model.ckpt-343.index, ... | eval_accuracy = 0.8426`."""
+    elapsed = datetime.timedelta(seconds=round(time.time() - started))
+    written, results = [], {}
+    for name in OUTPUT_FLAGS:
+        path = flags.FLAGS[name].value if name in flags.FLAGS else None
+        if not path or not os.path.exists(path):
+            continue
+        if not os.path.isdir(path):
+            written += [path] if os.path.getmtime(path) >= started else []
+            continue
+        new = sorted(entry for entry in os.listdir(path) if os.path.getmtime(os.path.join(path, entry)) >= started)
+        if new:
+            written.append(f"{path.rstrip('/')}/: " + ", ".join(new[:6]) + (", ..." if len(new) > 6 else ""))
+        results.update(_results(path, new))
+    line = f"Done in {elapsed}." + (f" Wrote {'; '.join(written)}" if written else "")
+    best = flags.FLAGS["best_metric"].value if "best_metric" in flags.FLAGS else None
+    quoted = ([best] if best in results else []) + [k for k in HEADLINE_METRICS if k in results and k != best][:2]
+    return line + "".join(f" | {key} = {results[key]:.4f}" for key in quoted)
+
+
+def _results(directory, new_entries):
+    """{metric: float} of the eval_results.txt (`key = value` lines) or eval_results.json among `new_entries`."""
+    results = {}
+    if "eval_results.txt" in new_entries:
+        with open(os.path.join(directory, "eval_results.txt"), encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(" = ")
+                try:
+                    results[key.strip()] = float(value)
+                except ValueError:
+                    pass
+    if "eval_results.json" in new_entries:
+        with open(os.path.join(directory, "eval_results.json"), encoding="utf-8") as f:
+            results.update({k: v for k, v in json.load(f).items() if isinstance(v, (int, float))})
+    return results
 
 
 def _new_output_directories():
