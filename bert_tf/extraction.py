@@ -11,12 +11,12 @@ import re
 
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from bert_tf import atomic_io
 from bert_tf.data.packing import pack_tokens
 from bert_tf.data.pretraining.corpus import read_lines
 from bert_tf.feature_schema import ENCODER_OUTPUTS, INPUT_IDS, INPUT_MASK, SEGMENT_IDS
+from bert_tf.progress import Progress
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
 
@@ -111,16 +111,18 @@ def write_features(extractor, input_file, output_file, batch_size):
     """Streams `input_file` through `extractor` into JSON lines at `output_file`.
 
     The output is written through `atomic_io.atomic_write` (temporary name, synced, renamed when complete),
-    so a failure (bad line, full disk, interrupt) leaves no partial file. Returns the number of examples
-    written.
+    so a failure (bad line, full disk, interrupt) leaves no partial file. Shows the progress in examples
+    (`bert_tf.progress`; the total is the input's line count). Returns the number of examples written.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be at least 1")
+    with open(input_file, "rb") as f:
+        total = sum(1 for _ in f)
     count = 0
-    with atomic_io.atomic_write(output_file) as out:
+    with atomic_io.atomic_write(output_file) as out, Progress("feature extraction", total, "examples") as progress:
         for batch in _batches(read_examples(input_file), batch_size):
             for result in extractor.extract(batch):
                 out.write(json.dumps(extractor.to_json(*result)) + "\n")
             count += len(batch)
-            logging.info("extract_features: %d examples written", count)
+            progress.update(count)
     return count

@@ -6,6 +6,7 @@ size read from the checkpoint, and the check that every weight it serves was loa
 """
 
 import os
+import time
 
 from absl import logging
 
@@ -53,10 +54,11 @@ def build_model(model_type, config, checkpoint, label_list=None, max_answer_leng
     label_list: the label names (classifier, ner; None for a regression classifier).
     max_answer_length: squad's longest answer span, in word pieces.
     ValueError when the checkpoint lacks a variable that the outputs read: an export never serves randomly
-    initialised weights.
+    initialised weights. Logs the time it took.
     """
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model type {model_type!r}: expected one of {', '.join(MODEL_TYPES)}")
+    started = time.monotonic()
     source = open_checkpoint(checkpoint)
     unused = ()  # variable name prefixes the checkpoint may lack: parts of the model that outputs never read
     if model_type == "encoder":
@@ -84,6 +86,7 @@ def build_model(model_type, config, checkpoint, label_list=None, max_answer_leng
     if missing:
         raise ValueError(f"{checkpoint} lacks {len(missing)} variable(s) of the {model_type} model "
                          f"({', '.join(missing[:5])}); the export would serve random weights")
+    logging.info("Built the %s model and loaded its weights in %.1f s", model_type, time.monotonic() - started)
     return model, adapter
 
 

@@ -40,6 +40,7 @@ tokenizer's Unicode tables are constants in the graph, not asset files.
 
 import os
 import shutil
+import time
 
 import tensorflow as tf
 from absl import logging
@@ -348,15 +349,20 @@ def _save_atomically(root, path, method_names=None):
     """tf.saved_model.save(root) into a temporary sibling of `path`, synced and renamed to `path` once
     complete (a reader never sees a partial SavedModel); OSError if `path` exists, or naming `path` and the
     reason when the write fails (nothing is left behind).
-    `method_names`: {signature name: method name} to write over the predict method name of those signatures."""
+    `method_names`: {signature name: method name} to write over the predict method name of those signatures.
+    Logs the stages with their elapsed time: the start (root and signatures), the SavedModel written (tracing
+    every signature: the slow part), then the rename."""
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     if os.path.exists(path):
         raise OSError(f"{path} already exists; remove it or export elsewhere")
     atomic_io.remove_leftovers(parent, os.path.basename(path) + atomic_io.TEMPORARY_MARK)
     tmp = atomic_io.temporary_path(path)
+    signatures, started = root.signatures(), time.monotonic()
+    logging.info("Saving %s with signatures %s to %s", type(root).__name__, ", ".join(signatures), path)
     try:
-        tf.saved_model.save(root, tmp, signatures=root.signatures())
+        tf.saved_model.save(root, tmp, signatures=signatures)
+        logging.info("SavedModel traced and written in %.1f s", time.monotonic() - started)
         if method_names:
             _set_method_names(tmp, method_names)
         atomic_io.fsync_tree(tmp)
@@ -366,7 +372,7 @@ def _save_atomically(root, path, method_names=None):
         raise atomic_io.disk_error(e, path) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    logging.info("Exported %s to %s", type(root).__name__, path)
+    logging.info("Exported %s to %s in %.1f s", type(root).__name__, path, time.monotonic() - started)
     return path
 
 

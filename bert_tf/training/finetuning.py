@@ -23,6 +23,7 @@ from bert_tf import run_directory
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.data.tasks.pipeline import length_sorted_batches, make_dataset, num_examples
 from bert_tf.feature_schema import INPUT_IDS
+from bert_tf.progress import Progress
 from bert_tf.training import distribute, loop, optimization
 from bert_tf.training.best_checkpoint import StopTraining
 
@@ -149,19 +150,22 @@ class FineTuner:
         Batches group examples of similar length and drop the padding they all share
         (`length_sorted_batches`): the outputs are those of full-length batches (within float rounding),
         in a fraction of the time on short texts. An output with one axis more than `input_ids` is per
-        token (e.g. [N, T, labels]): it comes back padded with zeros to the full T.
+        token (e.g. [N, T, labels]): it comes back padded with zeros to the full T. Shows the progress in
+        examples (`bert_tf.progress`).
         """
         if self._forward is None:
             self._forward = tf.function(lambda batch: self.model(batch, training=False),
                                         jit_compile=self.options.use_xla, reduce_retracing=True)
         count, full_shape = num_examples(features), features[INPUT_IDS].shape
         outputs = None
-        for indexes, inputs in length_sorted_batches(features, batch_size):
-            batch = self._forward(inputs).numpy()
-            if batch.ndim == len(full_shape) + 1:  # per token: pad back to max_seq_length
-                batch = np.pad(batch, [(0, 0), (0, full_shape[-1] - batch.shape[1])] + [(0, 0)] * (batch.ndim - 2))
-            if outputs is None:
-                outputs = np.zeros((count,) + batch.shape[1:], batch.dtype)
-            outputs[indexes] = batch
+        with Progress("prediction", count, "examples") as progress:
+            for indexes, inputs in length_sorted_batches(features, batch_size):
+                batch = self._forward(inputs).numpy()
+                if batch.ndim == len(full_shape) + 1:  # per token: pad back to max_seq_length
+                    batch = np.pad(batch, [(0, 0), (0, full_shape[-1] - batch.shape[1])] + [(0, 0)] * (batch.ndim - 2))
+                if outputs is None:
+                    outputs = np.zeros((count,) + batch.shape[1:], batch.dtype)
+                outputs[indexes] = batch
+                progress.advance(len(indexes))
         return outputs
 

@@ -31,6 +31,7 @@ from tensorflow.core.framework import summary_pb2
 
 from bert_tf import atomic_io, checkpoints, run_directory
 from bert_tf.feature_schema import INPUT_IDS
+from bert_tf.progress import Progress
 from bert_tf.training import distribute
 
 # What TensorBoard's scalar summaries carry; written with tf.summary.write, so the tensorboard package (which
@@ -44,6 +45,10 @@ def write_scalars(writer, step, values):
         for name, value in values.items():
             tf.summary.write(name, tf.constant(value, tf.float32), metadata=_SCALAR)
     writer.flush()
+
+
+# Seconds of training per call between two progress updates (one process; see Trainer.train).
+CHUNK_SECONDS = 1.0
 
 
 class NonFiniteLossError(ValueError):
@@ -81,6 +86,12 @@ def measure_peak_flops(device, dtype):
 def _terms(sums):
     """The loss terms present in a sums dict (keys `<term>_weight`)."""
     return [key[: -len("_weight")] for key in sums if key.endswith("_weight")]
+
+
+def _sum_steps(per_step):
+    """{name: float32 [steps]} -> {name: float}, summed in step order in float32: the sums of one call
+    over all the steps, however the steps were split into calls."""
+    return {k: float(np.cumsum(v, dtype=np.float32)[-1]) for k, v in per_step.items()}
 
 
 def _metrics(sums, num_steps):
@@ -158,7 +169,11 @@ class Trainer:
         """Runs `num_steps` (>= 1) optimizer updates on the batches of `iterator` (an iterator over a dataset of
         global batches), with no checkpoint or log: what `train` does between two logs, e.g. to time the step.
         Returns the metric sums over the steps, {name: float}."""
-        return {k: float(v) for k, v in self._train_loop(iterator, tf.constant(num_steps)).items()}
+        return _sum_steps(self._run_steps(iterator, num_steps))
+
+    def _run_steps(self, iterator, num_steps):
+        """`run_steps`, returning each step's sums, {name: float32 NumPy [num_steps]}."""
+        return {k: v.numpy() for k, v in self._train_loop(iterator, tf.constant(num_steps)).items()}
 
     # ------------------------------------------------------------------------------- replica functions
 
@@ -229,10 +244,11 @@ class Trainer:
             self._step.assign_add(1)
             return self._reduce(sums)
 
-        totals = one_step()
-        for _ in tf.range(num_steps - 1):
-            totals = {k: v + s for (k, v), s in zip(totals.items(), one_step().values())}
-        return totals
+        first = one_step()
+        values = {k: tf.TensorArray(v.dtype, size=num_steps).write(0, v) for k, v in first.items()}
+        for i in tf.range(1, num_steps):
+            values = {k: array.write(i, v) for (k, array), v in zip(values.items(), one_step().values())}
+        return {k: array.stack() for k, array in values.items()}
 
     def _eval_step_fn(self, batch):
         return self._reduce(self.strategy.run(self._forward_fn, args=(self._distribute(batch),)))
@@ -320,10 +336,13 @@ class Trainer:
           `batch_size` examples each (drop_remainder), deterministic if resuming must be exact.
         Saves every `save_checkpoints_steps` steps and at the end; `after_checkpoint(step)` then runs on
         every worker (e.g. an evaluation), and again for the step a rerun resumes at (it may have been
-        interrupted): it must give the same result when called twice for one step. Logs a progress line and
-        writes TensorBoard summaries every `steps_per_loop` steps. Raises NonFiniteLossError when the loss
-        becomes NaN/Inf (nothing is saved after the last good checkpoint). Returns the metrics of the last
-        loop ({} when nothing was left to train).
+        interrupted): it must give the same result when called twice for one step. Logs a metric line and
+        writes TensorBoard summaries every `steps_per_loop` steps, and shows the progress (`bert_tf.progress`:
+        steps, steps/s, ETA) between them: in one process, the steps between two metric lines run in calls
+        of about CHUNK_SECONDS each (the first call 1 step), the metric sums added in step order as one call
+        would add them; on several workers, one call per metric line (every worker must run the same calls).
+        Raises NonFiniteLossError when the loss becomes NaN/Inf (nothing is saved after the last good
+        checkpoint). Returns the metrics of the last loop ({} when nothing was left to train).
         """
         for name, value in (("num_train_steps", num_train_steps), ("steps_per_loop", steps_per_loop),
                             ("save_checkpoints_steps", save_checkpoints_steps)):
@@ -352,30 +371,48 @@ class Trainer:
             logging.info("Measured matmul peak: %.1f TFLOP/s over %d replica(s)", peak / 1e12,
                          self.strategy.num_replicas_in_sync)
         step, results = start_step, {}
+        chunk = steps_per_loop if self._num_workers > 1 else 1  # steps per call
         try:
             if start_step:
                 self._complete(start_step, model_dir, after_checkpoint)
-            while step < num_train_steps:
-                next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
-                num_steps = min(steps_per_loop, num_train_steps - step, next_save - step)
-                started = time.perf_counter()
-                sums = self.run_steps(iterator, num_steps)
-                elapsed = time.perf_counter() - started
-                step = self.step
-                results = _metrics(sums, num_steps)
-                if not np.isfinite(results["loss"]):
-                    raise NonFiniteLossError(
-                        f"loss is {results['loss']} in steps {step - num_steps + 1}-{step}; training stopped. The "
-                        f"last good checkpoint is kept: {tf.train.latest_checkpoint(state_dir) or 'none yet'}. "
-                        "Lower --learning_rate, check the input, or train in float32")
-                self._log(step, num_train_steps, results, num_steps, elapsed, seq_length, peak, writer)
-                if step % save_checkpoints_steps == 0 or step == num_train_steps:
-                    self._save(step, state, write_dir, data, data_dir)
-                    self._complete(step, model_dir, after_checkpoint)
+            with Progress("training", num_train_steps, "steps", done=start_step) as progress:
+                while step < num_train_steps:
+                    next_save = (step // save_checkpoints_steps + 1) * save_checkpoints_steps
+                    num_steps = min(steps_per_loop, num_train_steps - step, next_save - step)
+                    started = time.perf_counter()
+                    sums, chunk = self._run_interval(iterator, num_steps, chunk, progress)
+                    elapsed = time.perf_counter() - started
+                    step = self.step
+                    results = _metrics(sums, num_steps)
+                    if not np.isfinite(results["loss"]):
+                        raise NonFiniteLossError(
+                            f"loss is {results['loss']} in steps {step - num_steps + 1}-{step}; training stopped. "
+                            f"The last good checkpoint is kept: {tf.train.latest_checkpoint(state_dir) or 'none yet'}"
+                            ". Lower --learning_rate, check the input, or train in float32")
+                    self._log(step, num_train_steps, results, num_steps, elapsed, seq_length, peak, writer)
+                    if step % save_checkpoints_steps == 0 or step == num_train_steps:
+                        self._save(step, state, write_dir, data, data_dir)
+                        self._complete(step, model_dir, after_checkpoint)
         finally:
             if not self.is_chief:
                 shutil.rmtree(write_dir, ignore_errors=True)
         return results
+
+    def _run_interval(self, iterator, num_steps, chunk, progress):
+        """Runs the `num_steps` steps between two metric lines in calls of `chunk` steps, advancing `progress`
+        after each call. In one process the next call's size is taken from this one's time (about
+        CHUNK_SECONDS, at most 4 times this one's size: early updates come soon); on several workers `chunk`
+        stays as it is. Returns (the steps' metric sums, chunk)."""
+        per_step, done = [], 0
+        while done < num_steps:
+            size, started = min(chunk, num_steps - done), time.perf_counter()
+            per_step.append(self._run_steps(iterator, size))
+            if self._num_workers == 1:
+                seconds = max(time.perf_counter() - started, 1e-6)
+                chunk = max(1, min(4 * size, round(CHUNK_SECONDS * size / seconds)))
+            done += size
+            progress.advance(size)
+        return _sum_steps({k: np.concatenate([p[k] for p in per_step]) for k in per_step[0]}), chunk
 
     def _log(self, step, num_train_steps, results, num_steps, elapsed, seq_length, peak, writer):
         examples_per_second = num_steps * self.global_batch_size / elapsed
@@ -397,14 +434,17 @@ class Trainer:
         """Metrics over `num_steps` batches of this worker's `dataset` (batches of per_worker_batch_size
         for the eval batch size: pass it already batched): the weighted metrics of every term and `loss`,
         the mean over batches of the batch loss (as the original's Estimator), and `global_step`. With
-        `model_dir`, the chief also writes them to TensorBoard under model_dir/eval."""
+        `model_dir`, the chief also writes them to TensorBoard under model_dir/eval. Shows the progress in batches
+        (`bert_tf.progress`)."""
         totals, batch_losses, done = None, [], 0
-        for batch in dataset.take(num_steps):
-            sums = {k: float(v) for k, v in self._eval_step(batch).items()}
-            batch_losses.append(sum(sums[f"{t}_loss_sum"] / sums[f"{t}_weight"] if sums[f"{t}_weight"] else 0.0
-                                    for t in _terms(sums)))
-            totals = sums if totals is None else {k: totals[k] + sums[k] for k in sums}
-            done += 1
+        with Progress("evaluation", num_steps, "batches") as progress:
+            for batch in dataset.take(num_steps):
+                sums = {k: float(v) for k, v in self._eval_step(batch).items()}
+                batch_losses.append(sum(sums[f"{t}_loss_sum"] / sums[f"{t}_weight"] if sums[f"{t}_weight"] else 0.0
+                                        for t in _terms(sums)))
+                totals = sums if totals is None else {k: totals[k] + sums[k] for k in sums}
+                done += 1
+                progress.advance()
         if not done:
             raise ValueError("the evaluation dataset is empty")
         results = _metrics({**totals, "loss": float(np.sum(batch_losses))}, done)

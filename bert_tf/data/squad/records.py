@@ -21,7 +21,6 @@ import json
 import os
 import random
 
-import keras
 import tensorflow as tf
 from absl import logging
 
@@ -44,6 +43,7 @@ from bert_tf.feature_schema import (
     TOKENS,
     UNIQUE_IDS,
 )
+from bert_tf.progress import Progress
 
 CACHE_FORMAT_VERSION = 1
 TRAINING_SHUFFLE_SEED = 12345  # the original shuffles the training examples with random.Random(12345)
@@ -174,7 +174,8 @@ def prepare_squad(input_file, tokenizer, cache_dir, max_seq_length, doc_stride, 
                   version_2_with_negative):
     """Reads a SQuAD file and converts it to a TFRecord file of features in `cache_dir`, or reuses the file a
     previous call with the same settings wrote (`<name>.<train|predict>.<hash>.tf_record` and its `.json`
-    summary, written last, whose presence marks the records complete). Returns a PreparedSquad."""
+    summary, written last, whose presence marks the records complete). Shows the conversion's progress in
+    examples (`bert_tf.progress`). Returns a PreparedSquad."""
     squad.check_window_settings(max_seq_length, doc_stride, max_query_length)
     read = squad.read_squad_examples(input_file, is_training, version_2_with_negative)
     examples = read.examples
@@ -197,10 +198,9 @@ def prepare_squad(input_file, tokenizer, cache_dir, max_seq_length, doc_stride, 
         logging.warning("Cached features not reused (%s); converting %s anew", damage, input_file)
     os.makedirs(cache_dir, exist_ok=True)
     tmp_file = atomic_io.temporary_path(record_file)
-    progress = keras.utils.Progbar(len(examples), unit_name="example")
-    num_features = 0
+    num_features, progress = 0, Progress("SQuAD features", len(examples), "examples")
     try:
-        with tf.io.TFRecordWriter(tmp_file) as writer:
+        with tf.io.TFRecordWriter(tmp_file) as writer, progress:
             for feature in squad.convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
                                                               max_query_length, is_training):
                 writer.write(serialize_features(feature, is_training))
