@@ -22,6 +22,7 @@ import functools
 import json
 import os
 
+import keras
 import numpy as np
 import tensorflow as tf
 from absl import flags, logging
@@ -35,6 +36,7 @@ from bert_tf.data.squad.postprocess import RawResult, compute_predictions, write
 from bert_tf.evaluation.squad import evaluate
 from bert_tf.feature_schema import END_LOGITS, START_LOGITS, UNIQUE_IDS
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
+from bert_tf.progress import Progress
 from bert_tf.training.finetuning import TrainingInput
 
 FLAGS = flags.FLAGS
@@ -124,7 +126,10 @@ def predict(model, tokenizer, batch_size):
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-len(features) // batch_size)))
     logging.info("***** Running predictions *****: %d examples, %d features, batch %d", len(prepared.examples),
                  len(features), batch_size)
-    outputs = model.predict(dataset, verbose=0)
+    with Progress("prediction", len(features), "windows") as progress:
+        shown = keras.callbacks.LambdaCallback(
+            on_predict_batch_end=lambda batch, logs: progress.update(min((batch + 1) * batch_size, len(features))))
+        outputs = model.predict(dataset, verbose=0, callbacks=[shown])
     unique_ids = np.concatenate([batch[UNIQUE_IDS].numpy() for batch in dataset])
     results = [RawResult(*values) for values in zip(unique_ids, outputs[START_LOGITS], outputs[END_LOGITS])]
     predictions, nbest, null_odds = compute_predictions(
