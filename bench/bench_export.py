@@ -101,7 +101,8 @@ def main():
 
     with tempfile.TemporaryDirectory() as export_dir:
         begin = time.perf_counter()
-        path = export.export_serving(adapter, vocab_file, True, args.seq_length, export_dir)
+        # Padded to seq_length: serve_text and FullTokenizer + serving_default compute the same shapes.
+        path = export.export_serving(adapter, vocab_file, True, args.seq_length, export_dir, pad_to_max_length=True)
         export_s = time.perf_counter() - begin
         begin = time.perf_counter()
         loaded = tf.saved_model.load(path)

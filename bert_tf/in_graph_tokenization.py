@@ -279,24 +279,29 @@ def _split_words(code_points, space, alone, rows):
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertPacker(keras.layers.Layer):
-    """Packs one or two segments of token ids into BERT inputs of a fixed length.
+    """Packs one or two segments of token ids into BERT inputs of at most `seq_length` tokens.
 
-    `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, then `pad_id` up to `seq_length`. Truncation as in the
+    `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, then `pad_id` up to `seq_length` (or, with
+    `pad_to_max_length=False`, up to the longest packed row of the batch rounded up to a multiple of
+    `PAD_MULTIPLE`, at most `seq_length`: short requests cost short sequences). Truncation as in the
     original: a single segment keeps its first `seq_length - 2` tokens; a pair loses one token at a time
     from the end of the longer segment (of B when they are equally long) until it fits in
     `seq_length - 3`.
 
     Input: an int RaggedTensor [B, (tokens)] (or a dense [tokens] for one example), or a list/tuple of two.
-    Output: dict of int32 [B, seq_length] (or [seq_length]): `input_ids`, `input_mask` (1 on [CLS], the
-    tokens and the [SEP]s), `segment_ids` (0 up to the first [SEP], then 1).
+    Output: dict of int32 [B, T] (or [T]), T = seq_length or the batch's rounded length: `input_ids`,
+    `input_mask` (1 on [CLS], the tokens and the [SEP]s), `segment_ids` (0 up to the first [SEP], then 1).
 
     Args:
       seq_length: total length, >= 2 (>= 3 for pairs).
       cls_id, sep_id, pad_id: ids of [CLS], [SEP], [PAD]; the defaults are the English BERT vocab's
         (`BertTokenizer.token_to_id` looks them up in others).
+      pad_to_max_length: pad every batch to seq_length (True) or to its own rounded length (False).
     """
 
-    def __init__(self, seq_length, cls_id=101, sep_id=102, pad_id=0, **kwargs):
+    PAD_MULTIPLE = 8  # a batch's length is rounded up to this: fewer distinct shapes, aligned kernels
+
+    def __init__(self, seq_length, cls_id=101, sep_id=102, pad_id=0, pad_to_max_length=True, **kwargs):
         super().__init__(**kwargs)
         if seq_length < 2:
             raise ValueError(f"seq_length={seq_length} leaves no room for [CLS] and [SEP]; expected >= 2")
@@ -304,6 +309,7 @@ class BertPacker(keras.layers.Layer):
         self.cls_id = cls_id
         self.sep_id = sep_id
         self.pad_id = pad_id
+        self.pad_to_max_length = pad_to_max_length
 
     def call(self, inputs):
         segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
@@ -335,6 +341,10 @@ class BertPacker(keras.layers.Layer):
             types += [tf.ones_like(segment) * segment_id, self._fill(segment, segment_id)]
         ids, types = tf.concat(ids, axis=1), tf.concat(types, axis=1)
         shape = [None, self.seq_length]
+        if not self.pad_to_max_length:
+            longest = tf.cast(ids.bounding_shape()[1], tf.int32)
+            rounded = (longest + self.PAD_MULTIPLE - 1) // self.PAD_MULTIPLE * self.PAD_MULTIPLE
+            shape = tf.stack([tf.cast(ids.nrows(), tf.int32), tf.minimum(rounded, self.seq_length)])
         return {
             INPUT_IDS: ids.to_tensor(self.pad_id, shape=shape),
             INPUT_MASK: tf.ones_like(ids).to_tensor(0, shape=shape),
@@ -344,7 +354,7 @@ class BertPacker(keras.layers.Layer):
     def compute_output_spec(self, inputs):
         # Keras traces a ragged input as a dense placeholder, so the spec is given rather than traced.
         first = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
-        shape = tuple(first.shape[:-1]) + (self.seq_length,)
+        shape = tuple(first.shape[:-1]) + (self.seq_length if self.pad_to_max_length else None,)
         return {name: keras.KerasTensor(shape, "int32")
                 for name in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)}
 
@@ -356,5 +366,5 @@ class BertPacker(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(seq_length=self.seq_length, cls_id=self.cls_id, sep_id=self.sep_id,
-                      pad_id=self.pad_id)
+                      pad_id=self.pad_id, pad_to_max_length=self.pad_to_max_length)
         return config

@@ -24,9 +24,11 @@ from tests.helpers.exports import (
     SEQ_LENGTH,
     assert_close,
     client_outputs,
+    cut,
     export_script,
     listed_signatures,
     python_pack,
+    request_length,
     run_client,
     run_model,
     serialized_example,
@@ -35,6 +37,8 @@ from tests.helpers.exports import (
 )
 from tools.pinned_venv import build_once
 
+SHORT_T = 45  # serving_default at [20, 45] vs the same 20 inputs padded to SEQ_LENGTH
+SHORT_TEXTS = ["Hello world.", "A short query", "BERT serves short texts at their own length."]
 PRETRAINER_TEXT_B = (None, "x", None, "")  # with the first 4 lines: singles and pairs in serve_examples
 LONG_TEXT = " ".join(tokenizer_data.corpus_lines()[:300])
 EDGE_CASES = ("", "   ", LONG_TEXT, "東京の天気は晴れです。北京欢迎你！서울", "emoji 😀👍🏽 family 👨‍👩‍👧 rocket🚀",
@@ -49,6 +53,13 @@ def text_lines():
     for i, case in enumerate(EDGE_CASES):
         lines.insert(i * 150 + 7, case)
     return lines
+
+
+def short_inputs(full_tokenizer):
+    """python_pack of the first 20 lines that pack to at most SHORT_T tokens (padded to SEQ_LENGTH)."""
+    packed = python_pack(full_tokenizer, [(line, None) for line in text_lines()[:200]])
+    rows = np.flatnonzero(packed["input_mask"].sum(axis=1) <= SHORT_T)[:20]
+    return {name: value[rows] for name, value in packed.items()}
 
 
 def text_pairs():
@@ -119,6 +130,7 @@ def client_requests(exports, full_tokenizer):
     lines, pairs, examples = text_lines(), text_pairs(), example_texts()
     ids = python_pack(full_tokenizer, [(line, None) for line in lines[:16]])
     as_ints = {name: {"int32": value.tolist()} for name, value in ids.items()}
+    short = short_inputs(full_tokenizer)
     keep = ["pooled_output", "sequence_output", *INPUT_NAMES]
     requests = [{"name": "default", "model": serving, "signature": "serving_default", "inputs": as_ints}]
     for start in range(0, len(lines), BATCH_SIZE):
@@ -142,6 +154,18 @@ def client_requests(exports, full_tokenizer):
          "inputs": {**as_ints, "input_ids": {"int32": (ids["input_ids"] + 30000).tolist()}}},
         {"name": "bad_mask", "model": serving, "signature": "serving_default",
          "inputs": {**as_ints, "input_mask": {"int32": (ids["input_mask"] * 2).tolist()}}},
+        # Any T up to the export's limit; longer, or inputs of two shapes, fail alone.
+        {"name": "dynamic_full", "model": serving, "signature": "serving_default",
+         "inputs": {name: {"int32": value.tolist()} for name, value in short.items()}},
+        {"name": "dynamic_short", "model": serving, "signature": "serving_default",
+         "inputs": {name: {"int32": value[:, :SHORT_T].tolist()} for name, value in short.items()}},
+        {"name": "short_text", "model": serving, "signature": "serve_text", "keep": keep,
+         "inputs": {"text_a": strings(SHORT_TEXTS)}},
+        {"name": "too_long", "model": serving, "signature": "serving_default",
+         "inputs": {name: {"int32": np.ones([2, 600], np.int32).tolist()} for name in INPUT_NAMES}},
+        {"name": "shapes_differ", "model": serving, "signature": "serving_default",
+         "inputs": {**{name: {"int32": np.ones([2, 16], np.int32).tolist()} for name in INPUT_NAMES},
+                    "input_mask": {"int32": np.ones([2, 24], np.int32).tolist()}}},
         {"name": "after_errors", "model": serving, "signature": "serve_text", "keep": keep,
          "inputs": {"text_a": strings(lines[:8])}},
     ]
@@ -188,9 +212,9 @@ def test_saved_model_cli_lists_the_signatures(exports):
     listing = listed_signatures(f"{exports}/serving/1")[0]
     assert {method for method, _ in listing.values()} == {"tensorflow/serving/predict"}
     listed = {name: specs for name, (_, specs) in listing.items()}
-    ids, floats = ("DT_INT32", f"-1, {SEQ_LENGTH}"), {
-        "pooled_output": ("DT_FLOAT", "-1, 384"), "sequence_output": ("DT_FLOAT", f"-1, {SEQ_LENGTH}, 384"),
-        "encoder_outputs": ("DT_FLOAT", f"-1, 6, {SEQ_LENGTH}, 384")}
+    ids, floats = ("DT_INT32", "-1, -1"), {  # any T: the request's
+        "pooled_output": ("DT_FLOAT", "-1, 384"), "sequence_output": ("DT_FLOAT", "-1, -1, 384"),
+        "encoder_outputs": ("DT_FLOAT", "-1, 6, -1, 384")}
     model_outputs = {("outputs", name): spec for name, spec in floats.items()}
     with_inputs = {**model_outputs, **{("outputs", name): ids for name in INPUT_NAMES}}
     assert listed["serving_default"] == {**{("inputs", name): ids for name in INPUT_NAMES}, **model_outputs}
@@ -211,20 +235,20 @@ def python_path(minilm, full_tokenizer):
 @pytest.mark.slow
 @pytest.mark.subprocess
 def test_serve_text_on_1000_lines_matches_the_python_path(python_path, client):
+    """Each request is padded to its own longest line (rounded up to 8): the ids, and the outputs at those
+    positions, of the Python path padded to SEQ_LENGTH."""
     lines = text_lines()
     expected, model = python_path
-    got = {}
     for start in range(0, len(lines), BATCH_SIZE):
-        for key, value in client_outputs(client, f"text_{start}").items():
-            got.setdefault(key, []).append(value)
-    got = {key: np.concatenate(values) for key, values in got.items()}
-    for name in INPUT_NAMES:
-        differ = np.flatnonzero((got[name] != expected[name]).any(axis=1))
-        assert not differ.size, f"{name} differs on {differ.size}/{len(lines)} lines, first {lines[differ[0]]!r}"
+        got, rows = client_outputs(client, f"text_{start}"), slice(start, start + BATCH_SIZE)
+        length = request_length(expected["input_mask"][rows])
+        for name, value in cut({name: expected[name][rows] for name in INPUT_NAMES}, length).items():
+            differ = np.flatnonzero((got[name] != value).any(axis=1))
+            assert not differ.size, f"{name} differs on {differ.size} lines, first {lines[start + differ[0]]!r}"
+        assert_close(got["pooled_output"], model["pooled_output"][rows], "pooled_output")
+        assert_close(got["sequence_output"], model["sequence_output"][rows, :length], "sequence_output")
     assert expected["input_mask"][lines.index(LONG_TEXT)].sum() == SEQ_LENGTH  # truncated, not dropped
     assert expected["input_mask"][lines.index("")].sum() == 2
-    for name in ("pooled_output", "sequence_output"):
-        assert_close(got[name], model[name], name)
 
 
 @pytest.mark.slow
@@ -240,21 +264,54 @@ def test_serving_default_and_the_other_text_signatures_match(client, minilm, ful
     for request, pairs in (("pair", text_pairs()), ("examples", example_texts())):
         got = client_outputs(client, request)
         ids = python_pack(full_tokenizer, pairs)
+        ids = cut(ids, request_length(ids["input_mask"]))
         for name in INPUT_NAMES:
             np.testing.assert_array_equal(got[name], ids[name], err_msg=f"{request} {name}")
         expected = run_model(encoder, ids, ["pooled_output", "sequence_output"])
         for name in expected:
             assert_close(got[name], expected[name], f"{request} {name}")
-    first_batch = client_outputs(client, "text_0")
-    for name, value in client_outputs(client, "after_errors").items():
-        assert_close(value, first_batch[name][:8], f"after_errors {name}")
+    after = client_outputs(client, "after_errors")
+    ids = cut(python_pack(full_tokenizer, [(line, None) for line in text_lines()[:8]]), after["input_ids"].shape[1])
+    expected = run_model(encoder, ids, ["pooled_output", "sequence_output"])
+    for name in expected:
+        assert_close(after[name], expected[name], f"after_errors {name}")
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_any_sequence_length_up_to_the_limit(client, minilm, full_tokenizer):
+    """serving_default takes [B, T] for any T <= the export's limit, with the outputs of the same inputs
+    padded to the limit (at the real positions); serve_text pads to its request's longest input, rounded
+    up to 8; a longer T or two shapes fail that request, naming the limit or the shapes."""
+    full, short = client_outputs(client, "dynamic_full"), client_outputs(client, "dynamic_short")
+    ids = short_inputs(full_tokenizer)
+    assert ids["input_mask"].sum(axis=1).max() <= SHORT_T < SEQ_LENGTH  # real tokens all kept
+    assert short["sequence_output"].shape == (20, SHORT_T, 384) and full["sequence_output"].shape[1] == SEQ_LENGTH
+    assert_close(short["pooled_output"], full["pooled_output"], "pooled_output at T=45 vs T=64")
+    mask = ids["input_mask"][:, :SHORT_T, None].astype(bool)
+    assert_close(np.where(mask, short["sequence_output"], 0), np.where(mask, full["sequence_output"][:, :SHORT_T], 0),
+                 "sequence_output at the real positions")
+    text = client_outputs(client, "short_text")
+    packed = python_pack(full_tokenizer, [(line, None) for line in SHORT_TEXTS])
+    longest = int(packed["input_mask"].sum(axis=1).max())
+    length = -(-longest // 8) * 8
+    assert longest <= length < SEQ_LENGTH
+    assert text["sequence_output"].shape[:2] == text["input_ids"].shape == (3, length)
+    expected = run_model(minilm[2], cut(packed, length), ["pooled_output"])["pooled_output"]
+    assert_close(text["pooled_output"], expected, "short serve_text")
+    errors = client[1]
+    assert "exceeds the export limit of 64 tokens (export_model.py --max_seq_length): T =] [600]" in \
+        errors["too_long"]
+    assert "input_mask must have the shape of input_ids" in errors["shapes_differ"]
+    assert "[2 16] [2 24] [2 16]" in errors["shapes_differ"]
 
 
 @pytest.mark.slow
 @pytest.mark.subprocess
 def test_bad_requests_fail_with_clear_errors(client):
     errors = client[1]
-    assert set(errors) == {"bad_utf8", "bad_utf8_text_b", "missing_text_a", "two_text_b", "bad_ids", "bad_mask"}
+    assert set(errors) == {"bad_utf8", "bad_utf8_text_b", "missing_text_a", "two_text_b", "bad_ids", "bad_mask",
+                           "too_long", "shapes_differ"}
     assert "text_a is not valid UTF-8 at rows] [1 3]" in errors["bad_utf8"]
     assert "text_b is not valid UTF-8 at rows] [0]" in errors["bad_utf8_text_b"]
     assert "text_a" in errors["missing_text_a"] and "required" in errors["missing_text_a"]
@@ -299,14 +356,17 @@ def test_pretrainer_export(client, pretrainer, full_tokenizer):
                            ("pre_examples", list(zip(few, PRETRAINER_TEXT_B)))):
         got = client_outputs(client, request)
         inputs = python_pack(full_tokenizer, pairs)
+        if request != "pre_default":  # raw text: padded to the request's own length
+            inputs = cut(inputs, request_length(inputs["input_mask"]))
+        length = inputs["input_ids"].shape[1]
         for name in INPUT_NAMES:
             if name in got:
                 np.testing.assert_array_equal(got[name], inputs[name], err_msg=f"{request} {name}")
-        positions = np.broadcast_to(np.arange(SEQ_LENGTH, dtype=np.int32), inputs["input_ids"].shape)
+        positions = np.broadcast_to(np.arange(length, dtype=np.int32), inputs["input_ids"].shape)
         expected = run_model(pretrainer, {**inputs, "masked_lm_positions": positions},
                              ["masked_lm_logits", "next_sentence_logits"])
         assert set(got) - set(INPUT_NAMES) == {"masked_lm_logits", "next_sentence_logits"}
-        assert got["masked_lm_logits"].shape == (4, SEQ_LENGTH, 30522)
+        assert got["masked_lm_logits"].shape == (4, length, 30522)
         for name in ("masked_lm_logits", "next_sentence_logits"):
             assert_close(got[name], expected[name], f"{request} {name}")
 

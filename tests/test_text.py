@@ -122,6 +122,22 @@ def test_packer_matches_pack_tokens(tokenizers, segment_lines, seq_length):
         assert as_lists(packer([ids_a, ids_b])) == packed_pairs(python, lines_a, lines_b, seq_length)
 
 
+@pytest.mark.parametrize("seq_length", [5, 16, 40, 128])
+def test_packer_to_the_batch_length_is_the_full_packing_cut(tokenizers, segment_lines, seq_length):
+    """pad_to_max_length=False: the fixed-length packing cut after the longest row, rounded up to 8 (at
+    most seq_length); each batch gets its own length."""
+    _, graph = tokenizers(CONFIGS[0])
+    lines_a, lines_b = segment_lines
+    ids_a, ids_b = graph(tf.constant(lines_a[:9])), graph(tf.constant(lines_b[:9]))
+    for segments in ([ids_a], [ids_a, ids_b]):
+        full = {k: v.numpy() for k, v in BertPacker(seq_length)(segments).items()}
+        short = {k: v.numpy() for k, v in BertPacker(seq_length, pad_to_max_length=False)(segments).items()}
+        longest = int(full["input_mask"].sum(axis=1).max())
+        assert short["input_ids"].shape == (9, min(seq_length, -(-longest // 8) * 8))
+        for name, value in full.items():
+            np.testing.assert_array_equal(short[name], value[:, :short[name].shape[1]], err_msg=name)
+
+
 @pytest.mark.parametrize("seq_length", range(3, 13))
 def test_packer_pair_truncation_is_the_original_loop(seq_length):
     lengths = [(a, b) for a in range(10) for b in range(10)]

@@ -7,7 +7,9 @@
 writes `/models/bert/1/` (the next free version number on later runs) with the signatures `serving_default`
 (int32 input_ids / input_mask / segment_ids), `serve_text` (raw `text_a`), `serve_text_pair` (`text_a`,
 `text_b`) and `serve_examples` (serialized tf.train.Example with `text_a`, optional `text_b`); see
-`bert_tf/export/serving.py`. `--export_format=hub` (encoder only) writes `export_dir/preprocessor/` and
+`bert_tf/export/serving.py`. Requests take any sequence length T up to --max_seq_length, and raw text is
+padded to the request's longest input rounded up to 8 (`--pad_to_max_length`: always to --max_seq_length).
+`--export_format=hub` (encoder only) writes `export_dir/preprocessor/` and
 `export_dir/encoder/` instead. Loading either needs `import tensorflow_text`.
 
 A fine-tuned task model exports from its fine-tuning --output_dir (the newest model.ckpt-N, whose embedded
@@ -40,7 +42,10 @@ flags.DEFINE_enum("model_type", "encoder", model_types.MODEL_TYPES,
 flags.DEFINE_enum("export_format", "serving", ["serving", "hub"],
                   "serving: export_dir/<version>/ for TF Serving; hub: export_dir/preprocessor/ and "
                   "export_dir/encoder/ (TF-Hub-style, encoder only).")
-flags.DEFINE_integer("max_seq_length", 128, "T of every signature: the packed length of raw text inputs.")
+flags.DEFINE_integer("max_seq_length", 128, "The longest T of every signature: requests take any T up to it; "
+                     "raw text longer than it is truncated.")
+flags.DEFINE_bool("pad_to_max_length", False, "Pad raw-text and tf.Example requests to --max_seq_length (for "
+                  "clients that need one fixed T) instead of to their longest input rounded up to 8.")
 flags.DEFINE_string("export_dir", None, "Where to write the SavedModel(s).")
 flags.DEFINE_list("label_list", None, "classifier and ner: the label names in label-id order; default: the "
                   "labels.txt the fine-tuning run wrote beside --init_checkpoint (run_classifier.py: the task's "
@@ -55,6 +60,9 @@ def main(_):
     logging.set_verbosity(logging.INFO)
     if FLAGS.export_format == "hub" and FLAGS.model_type != "encoder":
         raise ValueError(f"--export_format=hub exports the encoder only, not --model_type={FLAGS.model_type}")
+    if FLAGS.export_format == "hub" and FLAGS.pad_to_max_length:
+        raise ValueError("--pad_to_max_length is for --export_format=serving: the hub preprocessor always pads to "
+                         "--max_seq_length")
     for name, types in model_types.TASK_OPTIONS.items():
         if FLAGS[name].present and FLAGS.model_type not in types:
             raise ValueError(f"--{name} is for --model_type={' or '.join(types)}, not {FLAGS.model_type}")
@@ -73,7 +81,7 @@ def main(_):
                                    FLAGS.export_dir)
     else:
         paths = [serving.export_serving(adapter, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
-                                        FLAGS.export_dir)]
+                                        FLAGS.export_dir, FLAGS.pad_to_max_length)]
     for path in paths:
         logging.info("Wrote %s", path)
 

@@ -3,7 +3,9 @@ TF-Hub-style preprocessor / encoder pair.
 
 Serving model (`export_serving`), written to `export_dir/<version>/` (1, then one more than the largest
 existing version, as TF Serving expects; written to a temporary directory and renamed into place). B is the
-batch, T the exported `seq_length`:
+batch, T the request's length: any 1 <= T <= the exported `seq_length` for tensors; for raw text and Examples
+the longest packed input of the request rounded up to a multiple of 8 (at most `seq_length`), or always
+`seq_length` when exported with `pad_to_max_length`. Outputs follow the request's T.
 
   serving_default(input_ids, input_mask, segment_ids: int32 [B, T]) -> the adapter's outputs
   serve_text(text_a: tf.string [B]) -> the adapter's outputs + the packed input_ids, input_mask, segment_ids
@@ -15,7 +17,8 @@ batch, T the exported `seq_length`:
 Signatures cannot have optional inputs, hence the separate `serve_text_pair`. The raw-text signatures
 tokenize in the graph with `bert_tf.in_graph_tokenization.BertTokenizer` (FullTokenizer's ids) and pack and
 truncate with `BertPacker` (the original's truncation); strings that are not valid UTF-8 fail the request with an
-InvalidArgumentError naming the rows, and so do out-of-range ids, masks or segment ids.
+InvalidArgumentError naming the rows, and so do out-of-range ids, masks or segment ids, a T above the
+export's limit and inputs of different shapes (the message names the limit or the shapes).
 
 A model plugs in through an adapter, a `ServingAdapter`: `model` (the Keras model, whose variables are
 saved and whose `config` is a BertConfig) and `outputs(inputs)` mapping the dict of int32 [B, T] model
@@ -70,7 +73,7 @@ def _float32(outputs):
 class ServingAdapter:
     """Base of the adapters (see the module doc): `model`, `outputs(inputs)`, and optionally `serving_api`
     (None, or (signature name, method name) of a TF Serving classify / regress signature) with
-    `api_outputs(outputs)`; `serving_module(tokenizer, seq_length)` builds the SavedModel root."""
+    `api_outputs(outputs)`; `serving_module(preprocessor)` builds the SavedModel root."""
 
     serving_api = None
 
@@ -85,8 +88,9 @@ class ServingAdapter:
         """`outputs(inputs)` -> the outputs of the `serving_api` signature, under TF Serving's names."""
         raise NotImplementedError
 
-    def serving_module(self, tokenizer, seq_length):
-        return ServingModule(self, tokenizer, seq_length)
+    def serving_module(self, preprocessor):
+        """The SavedModel root serving this adapter with `preprocessor` (a TextPreprocessor)."""
+        return ServingModule(self, preprocessor)
 
 
 class EncoderAdapter(ServingAdapter):
@@ -122,21 +126,26 @@ def _check_utf8(name, strings):
         return tf.identity(strings)
 
 
-def _check_inputs(inputs, config):
-    """Asserts that the int32 [B, T] model inputs are in range: ids < vocab_size, mask 0/1, segment ids
-    < type_vocab_size, T <= max_position_embeddings. Returns the inputs (after the assertions)."""
+def _check_inputs(inputs, config, seq_length=None):
+    """Asserts that the int32 [B, T] model inputs have one shape and are in range: T <= seq_length (the
+    export's limit; None: the config's max_position_embeddings), ids < vocab_size, mask 0/1, segment ids
+    < type_vocab_size. Returns the inputs (after the assertions)."""
+    limit, source = ((seq_length, "export_model.py --max_seq_length") if seq_length is not None
+                     else (config.max_position_embeddings, "the model's max_position_embeddings"))
     input_ids, input_mask, segment_ids = (inputs[name] for name in INPUT_NAMES)
-    max_length = config.max_position_embeddings
+    shapes = ["input_ids, input_mask, segment_ids have shapes", tf.shape(input_ids), tf.shape(input_mask),
+              tf.shape(segment_ids)]
     checks = [
-        tf.debugging.assert_less_equal(tf.shape(input_ids)[1], max_length,
-                                       message=f"T exceeds max_position_embeddings={max_length}"),
+        tf.debugging.Assert(tf.shape(input_ids)[1] <= limit, [
+            f"the sequence length T exceeds the export limit of {limit} tokens ({source}): T =",
+            tf.shape(input_ids)[1]]),
         tf.debugging.assert_non_negative(input_ids, message="input_ids must be >= 0"),
         tf.debugging.assert_less(input_ids, config.vocab_size,
                                  message=f"input_ids must be < vocab_size={config.vocab_size}"),
-        tf.debugging.assert_equal(tf.shape(input_mask), tf.shape(input_ids),
-                                  message="input_mask must have the shape of input_ids"),
-        tf.debugging.assert_equal(tf.shape(segment_ids), tf.shape(input_ids),
-                                  message="segment_ids must have the shape of input_ids"),
+        tf.debugging.Assert(tf.reduce_all(tf.shape(input_mask) == tf.shape(input_ids)),
+                            ["input_mask must have the shape of input_ids;", *shapes]),
+        tf.debugging.Assert(tf.reduce_all(tf.shape(segment_ids) == tf.shape(input_ids)),
+                            ["segment_ids must have the shape of input_ids;", *shapes]),
         tf.debugging.assert_non_negative(input_mask, message="input_mask must be 0 or 1"),
         tf.debugging.assert_less_equal(input_mask, 1, message="input_mask must be 0 or 1"),
         tf.debugging.assert_non_negative(segment_ids, message="segment_ids must be >= 0"),
@@ -150,31 +159,35 @@ def _check_inputs(inputs, config):
 # ------------------------------------------------------------------------------------ text preprocessing
 
 class TextPreprocessor(tf.Module):
-    """Raw UTF-8 text -> int32 [B, seq_length] `input_ids`, `input_mask`, `segment_ids`, in the graph.
+    """Raw UTF-8 text -> int32 [B, T] `input_ids`, `input_mask`, `segment_ids`, in the graph.
 
     Args:
       tokenizer: a `bert_tf.in_graph_tokenization.BertTokenizer`.
-      seq_length: the packed length; single texts keep seq_length - 2 tokens, pairs are truncated to
+      seq_length: the longest packed length; single texts keep seq_length - 2 tokens, pairs are truncated to
         seq_length - 3 as in the original.
+      pad_to_max_length: T = seq_length always (True), or the request's longest packed input rounded up to a
+        multiple of 8 (False; `BertPacker`).
     """
 
-    def __init__(self, tokenizer, seq_length):
+    def __init__(self, tokenizer, seq_length, pad_to_max_length=True):
         super().__init__(name="text_preprocessor")
         self.tokenizer = tokenizer
+        self.seq_length = seq_length
         self.packer = BertPacker(seq_length, cls_id=tokenizer.token_to_id("[CLS]"),
-                                 sep_id=tokenizer.token_to_id("[SEP]"), pad_id=tokenizer.token_to_id("[PAD]"))
+                                 sep_id=tokenizer.token_to_id("[SEP]"), pad_id=tokenizer.token_to_id("[PAD]"),
+                                 pad_to_max_length=pad_to_max_length)
 
     def tokenize(self, name, strings):
         """tf.string [B] (checked to be UTF-8, `name` is in the error) -> int32 RaggedTensor [B, (tokens)]."""
         return self.tokenizer.tokenize(_check_utf8(name, strings))
 
     def pack_texts(self, **texts):
-        """`text_a=` (and `text_b=`) tf.string [B] -> dict of int32 [B, seq_length]."""
+        """`text_a=` (and `text_b=`) tf.string [B] -> dict of int32 [B, T]."""
         return self.packer([self.tokenize(name, strings) for name, strings in texts.items()])
 
     def pack_examples(self, serialized):
         """Serialized tf.train.Example [B] with bytes features `text_a` (required) and `text_b` (optional,
-        per example) -> dict of int32 [B, seq_length]; examples with `text_b` are packed as pairs."""
+        per example) -> dict of int32 [B, T]; examples with `text_b` are packed as pairs."""
         features = tf.io.parse_example(serialized, {TEXT_A: tf.io.FixedLenFeature([], tf.string),
                                                     TEXT_B: tf.io.VarLenFeature(tf.string)})
         text_b = tf.RaggedTensor.from_sparse(features[TEXT_B])
@@ -186,6 +199,11 @@ class TextPreprocessor(tf.Module):
         ids_a = self.tokenize(TEXT_A, features[TEXT_A])
         ids_b = self.tokenize(TEXT_B, text_b.to_tensor("", shape=[None, 1])[:, 0])
         single, pair = self.packer(ids_a), self.packer([ids_a, ids_b])
+        width = tf.maximum(tf.shape(single[INPUT_IDS])[1], tf.shape(pair[INPUT_IDS])[1])  # dynamic: may differ
+        pad_values = {INPUT_IDS: self.packer.pad_id}
+        single, pair = ({name: tf.pad(value, [[0, 0], [0, width - tf.shape(value)[1]]],
+                                      constant_values=pad_values.get(name, 0)) for name, value in packed.items()}
+                        for packed in (single, pair))
         return {name: tf.where(has_b[:, tf.newaxis], pair[name], single[name]) for name in INPUT_NAMES}
 
 
@@ -195,8 +213,8 @@ def _check_built(model):
                          "before exporting")
 
 
-def _model_input_specs(seq_length):
-    return [tf.TensorSpec([None, seq_length], tf.int32, name=name) for name in INPUT_NAMES]
+def _model_input_specs():
+    return [tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES]
 
 
 def _text_specs(*names):
@@ -212,18 +230,18 @@ class ServingModule(tf.Module):
 
     Args:
       adapter: a `ServingAdapter` (`EncoderAdapter`, `PretrainerAdapter` or a task model's adapter).
-      tokenizer: a `BertTokenizer` with the model's vocab and casing.
-      seq_length: T of every signature.
+      preprocessor: a `TextPreprocessor` with the model's vocab and casing; its seq_length is the longest T
+        of every signature.
     """
 
-    def __init__(self, adapter, tokenizer, seq_length):
+    def __init__(self, adapter, preprocessor):
         super().__init__(name="bert_serving")
         _check_built(adapter.model)
-        adapter.model.config.check_seq_length(seq_length)
+        adapter.model.config.check_seq_length(preprocessor.seq_length)
         self.model = adapter.model
-        self.preprocessor = TextPreprocessor(tokenizer, seq_length)
+        self.preprocessor = preprocessor
         self._adapter = adapter
-        self.serve = tf.function(self._serve, input_signature=_model_input_specs(seq_length))
+        self.serve = tf.function(self._serve, input_signature=_model_input_specs())
         self.serve_examples = tf.function(self._serve_examples, input_signature=_text_specs(EXAMPLES_INPUT))
         signatures = {"serving_default": self.serve, **self._text_functions(), "serve_examples": self.serve_examples}
         if adapter.serving_api is not None:
@@ -250,7 +268,7 @@ class ServingModule(tf.Module):
         return self.preprocessor.pack_examples(serialized)
 
     def _outputs(self, inputs):
-        return self._adapter.outputs(_check_inputs(inputs, self.model.config))
+        return self._adapter.outputs(_check_inputs(inputs, self.model.config, self.preprocessor.seq_length))
 
     def _outputs_with_inputs(self, inputs):
         return {**self._outputs(inputs), **inputs}
@@ -393,24 +411,27 @@ def next_version(export_dir):
     return 1 + max((int(n) for n in names if n.isdigit()), default=0)
 
 
-def export_serving(adapter, vocab_file, do_lower_case, seq_length, export_dir):
+def export_serving(adapter, vocab_file, do_lower_case, seq_length, export_dir, pad_to_max_length=False):
     """Writes the serving SavedModel of `adapter` to `export_dir/<next version>/`; returns that path.
 
     Args:
       adapter: `EncoderAdapter(encoder)`, `PretrainerAdapter(pretrainer)` or a task model's adapter
         (`bert_tf.export.task_adapters`), with the weights already loaded.
       vocab_file, do_lower_case: the model's vocab.txt (or token list) and casing, for the text signatures.
-      seq_length: T of every signature, <= max_position_embeddings.
+      seq_length: the longest T of every signature, <= max_position_embeddings.
+      pad_to_max_length: the raw-text and Example signatures pad every request to seq_length (for clients
+        that need one fixed T), instead of to the request's longest input rounded up to a multiple of 8.
     """
     tokenizer = BertTokenizer(vocab_file, do_lower_case=do_lower_case)
     adapter.model.config.check_vocab_size(len(tokenizer.vocab), vocab_file)
-    root = adapter.serving_module(tokenizer, seq_length)
+    root = adapter.serving_module(TextPreprocessor(tokenizer, seq_length, pad_to_max_length))
     return _save_atomically(root, os.path.join(export_dir, str(next_version(export_dir))), root.method_names())
 
 
 def export_hub(encoder, vocab_file, do_lower_case, seq_length, export_dir):
     """Writes the TF-Hub-style pair to `export_dir/preprocessor` and `export_dir/encoder`; returns the two
-    paths. Arguments as for `export_serving`, with a `BertEncoder`."""
+    paths. Arguments as for `export_serving`, with a `BertEncoder`; the preprocessor pads to seq_length (the
+    TF Hub convention), the encoder takes any T."""
     tokenizer = BertTokenizer(vocab_file, do_lower_case=do_lower_case)
     encoder.config.check_vocab_size(len(tokenizer.vocab), vocab_file)
     encoder.config.check_seq_length(seq_length)

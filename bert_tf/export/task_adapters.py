@@ -2,7 +2,7 @@
 
 Each adapter maps the int32 [B, T] model inputs to the outputs below, in every signature of the SavedModel
 (`serving_default`, the raw-text ones and `serve_examples`; see bert_tf/export/serving.py). B is the batch, T the
-exported seq_length.
+request's sequence length (at most the exported seq_length).
 
   ClassifierAdapter(BertClassifier, labels): classification: `logits`, `probabilities` float32 [B, C],
       `label_id` int32 [B] (the argmax) and `label` tf.string [B] (its name); plus the `classify` signature
@@ -157,8 +157,8 @@ class SpanLabelerAdapter(ServingAdapter):
                                       inputs[INPUT_MASK], self.max_answer_length)
         return {**logits, "answer_start": start, "answer_end": end, "answer_score": score}
 
-    def serving_module(self, tokenizer, seq_length):
-        return SpanServingModule(self, tokenizer, seq_length)
+    def serving_module(self, preprocessor):
+        return SpanServingModule(self, preprocessor)
 
 
 class SpanServingModule(ServingModule):

@@ -62,6 +62,18 @@ def python_pack(tokenizer, pairs):
     return {name: np.array([getattr(p, name) for p in packed], np.int32) for name in INPUT_NAMES}
 
 
+def request_length(input_mask):
+    """T of a raw-text request whose rows pack to `input_mask` [B, SEQ_LENGTH]: the longest row rounded up to a
+    multiple of 8, at most SEQ_LENGTH (a dynamic-length export)."""
+    return min(SEQ_LENGTH, -(-int(np.asarray(input_mask).sum(axis=1).max()) // 8) * 8)
+
+
+def cut(packed, length):
+    """`python_pack`'s arrays cut to `length` positions, after checking that the cut-off ones are padding."""
+    assert not np.asarray(packed["input_mask"])[:, length:].any(), "a real token beyond the request's length"
+    return {name: np.asarray(value)[:, :length] for name, value in packed.items()}
+
+
 def run_model(model, inputs, names):
     """The in-process model on int32 [B, T] inputs, in batches of BATCH_SIZE -> {name: np array}."""
     call = tf.function(lambda x: model(x, training=False))
