@@ -37,5 +37,8 @@ test-fast: lint
 demo: install
 	bash tools/demo.sh $(DEMO_DIR)
 
+# The demo's output (about 1.4 GB), pytest's cache and build/. Not bert_tf.egg-info: after `make install` with
+# a setuptools older than 64 (a legacy editable install) it is the installed package's metadata, which every
+# bert-tf-* command reads at start-up.
 clean:
-	rm -rf $(DEMO_DIR) .pytest_cache build *.egg-info
+	rm -rf $(DEMO_DIR) .pytest_cache build
