@@ -1,10 +1,38 @@
 """bert_tf: a faithful TensorFlow 2 / Keras 3 port of BERT (Devlin et al. 2019).
 
-The design, the layout and the contracts between the modules: docs/DESIGN.md in the repository; the
-scripts (run_pretraining.py, run_classifier.py, ...) and their commands: README.md.
+Commands (installed by `pip install .`; `--help` lists each one's flags; in a checkout also the original
+`python run_classifier.py ...` command lines):
 
-The names below are imported on first use (PEP 562), so pure-Python parts (tokenization, data creation
-workers, `bert-tf-evaluate-squad`) do not pay for importing TensorFlow.
+    bert-tf-prepare-corpus, bert-tf-build-vocab, bert-tf-create-pretraining-data   pretraining data
+    bert-tf-run-pretraining                                                        pretraining
+    bert-tf-run-classifier, bert-tf-run-ner, bert-tf-run-squad, bert-tf-run-swag   fine-tuning
+    bert-tf-evaluate-squad                                                         SQuAD evaluation
+    bert-tf-extract-features, bert-tf-export-model, bert-tf-convert-checkpoint     features, serving, checkpoints
+
+README.md (in the repository) shows them at work: "Quick start" (`make demo`, whose demo_output/minilm/ is
+a ready model directory), "Python API", "Checkpoints", "Feature extraction", "Pretraining data",
+"Pretraining", "Fine-tuning", "SQuAD", "Export and serving". docs/DESIGN.md: the design, the layout and
+the contracts between the modules.
+
+Python API (`help(bert_tf.BertEncoder)` and so on for each):
+
+    BertConfig            the model's hyperparameters (Google's bert_config.json or HF config.json)
+    BertEncoder           the Keras 3 encoder, with Google's checkpoint variable names
+    BertPretrainer        masked LM + next sentence pretraining model
+    BertClassifier        sentence (pair) classification / regression (run_classifier.py)
+    BertTokenClassifier   token classification (run_ner.py)
+    BertSpanLabeler       SQuAD answer spans (run_squad.py)
+    BertMultipleChoice    multiple choice (run_swag.py)
+    FullTokenizer         the original Python WordPiece tokenizer
+    BertTokenizer         in-graph WordPiece tokenization (tensorflow-text): same ids as FullTokenizer
+    BertPacker            [CLS] a [SEP] b [SEP] packing into input_ids / input_mask / segment_ids
+    load_checkpoint       Google TF1, HuggingFace or bert_tf checkpoint -> a model's variables
+    save_checkpoint       weights -> a bert_tf checkpoint (Google variable names)
+
+These names are imported on first use (PEP 562), so pure-Python parts (tokenization, data creation
+workers, `bert-tf-evaluate-squad`) do not pay for importing TensorFlow. They are in `__all__` but not in
+`dir(bert_tf)`: listing them there would make `help(bert_tf)` import TensorFlow and print every method
+each Keras class inherits.
 """
 
 import importlib
@@ -28,10 +56,7 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name):
+    """`bert_tf.<name>` of the names above: imports the module that defines it (PEP 562)."""
     if name not in _EXPORTS:
         raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")
     return getattr(importlib.import_module(_EXPORTS[name]), name)
-
-
-def __dir__():
-    return __all__
