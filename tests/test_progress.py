@@ -79,7 +79,7 @@ def test_a_log_record_clears_the_line_and_the_next_update_redraws_it(clock, term
 
 
 def test_redirected_output_gets_plain_log_lines_every_30_seconds(clock, caplog):
-    caplog.set_level(python_logging.INFO)
+    caplog.set_level(python_logging.INFO, logger="absl")  # whatever verbosity an earlier test set
     stream = io.StringIO()
     job = Progress("data creation", 200.0, "MB", stream=stream, clock=clock)
     for second in range(1, 101):
@@ -96,7 +96,7 @@ def test_redirected_output_gets_plain_log_lines_every_30_seconds(clock, caplog):
 
 def test_a_dumb_terminal_gets_the_plain_lines(clock, caplog, monkeypatch):
     monkeypatch.setenv("TERM", "dumb")
-    caplog.set_level(python_logging.INFO)
+    caplog.set_level(python_logging.INFO, logger="absl")  # whatever verbosity an earlier test set
     stream = Terminal()
     job = Progress("evaluation", 10, "batches", stream=stream, clock=clock)
     clock.now = 5.0
@@ -107,7 +107,7 @@ def test_a_dumb_terminal_gets_the_plain_lines(clock, caplog, monkeypatch):
 
 
 def test_a_job_within_its_first_second_shows_nothing(clock, terminal, caplog):
-    caplog.set_level(python_logging.INFO)
+    caplog.set_level(python_logging.INFO, logger="absl")  # whatever verbosity an earlier test set
     for stream in (terminal, io.StringIO()):
         with Progress("prediction", 8, "examples", stream=stream, clock=clock) as job:
             clock.now += 0.9
