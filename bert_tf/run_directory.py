@@ -130,6 +130,19 @@ def write_results(directory, results, name=RESULTS_FILE):
     atomic_io.write_file(os.path.join(directory, name), "".join(f"{k} = {results[k]}\n" for k in sorted(results)))
 
 
+def read_results(directory, name=RESULTS_FILE):
+    """{key: float} of the numeric `key = value` lines of `write_results`' file."""
+    results = {}
+    with open(os.path.join(directory, name), encoding="utf-8") as f:
+        for line in f:
+            key, _, value = line.partition(" = ")
+            try:
+                results[key.strip()] = float(value)
+            except ValueError:
+                pass
+    return results
+
+
 TEST_RESULTS_FILE = "test_results.tsv"
 
 

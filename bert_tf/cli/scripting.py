@@ -95,15 +95,11 @@ def summary(started):
 
 def _results(directory, new_entries):
     """{metric: float} of the eval_results.txt (`key = value` lines) or eval_results.json among `new_entries`."""
+    from bert_tf import run_directory  # TensorFlow: not imported by the commands that never start it
+
     results = {}
-    if "eval_results.txt" in new_entries:
-        with open(os.path.join(directory, "eval_results.txt"), encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(" = ")
-                try:
-                    results[key.strip()] = float(value)
-                except ValueError:
-                    pass
+    if run_directory.RESULTS_FILE in new_entries:
+        results.update(run_directory.read_results(directory))
     if "eval_results.json" in new_entries:
         with open(os.path.join(directory, "eval_results.json"), encoding="utf-8") as f:
             results.update({k: v for k, v in json.load(f).items() if isinstance(v, (int, float))})
