@@ -426,6 +426,10 @@ def test_export_model_script_errors(minilm_dir):
                                    "fine-tuning --output_dir",
         "--model_type=squad --label_list=a,b": "--label_list is for --model_type=classifier or ner, not squad",
         "--model_type=pretrainer": "lacks 5 variable(s) of the pretrainer model (cls/predictions/",
+        "--export_format=hub --export_dtype=bfloat16": "--export_format=hub is for fine-tuning (float32 trainable "
+                                                       "variables)",
+        "--export_format=tflite --export_dtype=bfloat16": "--export_format=tflite has no bfloat16 export",
+        "--tflite_inputs=ids": "--tflite_inputs is for --export_format=tflite, not serving",
     }
     scripts = {flags: export_script(*flags.split(), *common) for flags in cases}
     for flags, script in scripts.items():

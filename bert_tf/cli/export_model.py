@@ -10,7 +10,14 @@ writes `/models/bert/1/` (the next free version number on later runs) with the s
 `bert_tf/export/serving.py`. Requests take any sequence length T up to --max_seq_length, and raw text is
 padded to the request's longest input rounded up to 8 (`--pad_to_max_length`: always to --max_seq_length).
 `--export_format=hub` (encoder only) writes `export_dir/preprocessor/` and
-`export_dir/encoder/` instead. Loading either needs `import tensorflow_text`.
+`export_dir/encoder/` instead, and `--export_format=tflite` writes `export_dir/model.tflite` for LiteRT
+(batch 1: one raw string in, or ids with `--tflite_inputs=ids`; see bert_tf/export/tflite.py). Loading any
+of them needs `import tensorflow_text`.
+
+Precision (see the README's Serving section for which to choose): `--export_dtype=bfloat16` stores the
+variables in bfloat16 and runs the matmuls in it (LayerNorm, softmax and the outputs stay float32);
+`--quantize=int8` stores the dense kernels as int8 with per-output-channel scales (a SavedModel dequantizes
+them per call: smaller, not faster; a .tflite file gets LiteRT's dynamic-range int8 kernels: faster).
 
 A fine-tuned task model exports from its fine-tuning --output_dir (the newest model.ckpt-N, whose embedded
 config stands in for --bert_config_file):
@@ -27,6 +34,8 @@ Every model variable must come from `--init_checkpoint` (Google, bert_tf or Hugg
 serves randomly initialised weights.
 """
 
+import os
+
 from absl import flags, logging
 
 from bert_tf.cli import flag_checks, model_flags, scripting
@@ -39,9 +48,20 @@ flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --
 flags.DEFINE_enum("model_type", "encoder", model_types.MODEL_TYPES,
                   "What to export: the encoder (pooled/sequence outputs), a fine-tuned task model, or the "
                   "pretraining model (masked LM logits at every position, next sentence logits).")
-flags.DEFINE_enum("export_format", "serving", ["serving", "hub"],
+flags.DEFINE_enum("export_format", "serving", ["serving", "hub", "tflite"],
                   "serving: export_dir/<version>/ for TF Serving; hub: export_dir/preprocessor/ and "
-                  "export_dir/encoder/ (TF-Hub-style, encoder only).")
+                  "export_dir/encoder/ (TF-Hub-style, encoder only); tflite: export_dir/model.tflite for "
+                  "LiteRT (batch 1; see --tflite_inputs).")
+flags.DEFINE_enum("export_dtype", "float32", model_types.EXPORT_DTYPES,
+                  "The dtype the SavedModel stores its variables and runs its matmuls in. bfloat16: half the "
+                  "size, faster on CPUs with AVX512-BF16/AMX and on GPUs; LayerNorm and softmax stay float32.")
+flags.DEFINE_enum("quantize", "none", ["none", *model_types.QUANTIZATION_MODES],
+                  "int8: serving: dense kernels stored as int8 with per-output-channel scales, dequantized to "
+                  "--export_dtype per call (a smaller model, not a faster one); tflite: LiteRT's dynamic-range "
+                  "int8 (int8 weights, activations quantized per call by its int8 kernels: the fast int8 route).")
+flags.DEFINE_enum("tflite_inputs", "text", ["text", "ids"],
+                  "tflite: text = one raw string in, tokenized in the model (needs tensorflow-text's LiteRT "
+                  "ops); ids = int32 input_ids, input_mask, segment_ids [1, T].")
 flags.DEFINE_integer("max_seq_length", 128, "The longest T of every signature: requests take any T up to it; "
                      "raw text longer than it is truncated.")
 flags.DEFINE_bool("pad_to_max_length", False, "Pad raw-text and tf.Example requests to --max_seq_length (for "
@@ -58,11 +78,7 @@ for name in ("vocab_file", "init_checkpoint", "export_dir"):
 
 def main(_):
     logging.set_verbosity(logging.INFO)
-    if FLAGS.export_format == "hub" and FLAGS.model_type != "encoder":
-        raise ValueError(f"--export_format=hub exports the encoder only, not --model_type={FLAGS.model_type}")
-    if FLAGS.export_format == "hub" and FLAGS.pad_to_max_length:
-        raise ValueError("--pad_to_max_length is for --export_format=serving: the hub preprocessor always pads to "
-                         "--max_seq_length")
+    check_format_options()
     for name, types in model_types.TASK_OPTIONS.items():
         if FLAGS[name].present and FLAGS.model_type not in types:
             raise ValueError(f"--{name} is for --model_type={' or '.join(types)}, not {FLAGS.model_type}")
@@ -74,16 +90,40 @@ def main(_):
     label_list = FLAGS.label_list
     if label_list is None and FLAGS.model_type in model_types.TASK_OPTIONS["label_list"]:
         label_list = model_types.saved_labels(FLAGS.init_checkpoint)
-    model, adapter = model_types.build_model(FLAGS.model_type, config, FLAGS.init_checkpoint, label_list,
-                                             FLAGS.max_answer_length)
+    quantize = None if FLAGS.quantize == "none" else FLAGS.quantize
+    model, adapter = model_types.build_model(
+        FLAGS.model_type, config, FLAGS.init_checkpoint, label_list, FLAGS.max_answer_length, FLAGS.export_dtype,
+        quantize if FLAGS.export_format == "serving" else None)  # LiteRT quantizes in its converter
     if FLAGS.export_format == "hub":
         paths = serving.export_hub(model, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
                                    FLAGS.export_dir)
+    elif FLAGS.export_format == "tflite":
+        from bert_tf.export import tflite  # the LiteRT converter is only needed here
+        paths = [tflite.export_tflite(adapter, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
+                                      os.path.join(FLAGS.export_dir, "model.tflite"), FLAGS.tflite_inputs,
+                                      quantize)]
     else:
         paths = [serving.export_serving(adapter, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
                                         FLAGS.export_dir, FLAGS.pad_to_max_length)]
     for path in paths:
         logging.info("Wrote %s", path)
+
+
+def check_format_options():
+    """ValueError naming the flag when an option does not apply to --export_format / --model_type."""
+    fmt = FLAGS.export_format
+    if fmt == "hub" and FLAGS.model_type != "encoder":
+        raise ValueError(f"--export_format=hub exports the encoder only, not --model_type={FLAGS.model_type}")
+    if fmt == "hub" and (FLAGS.export_dtype != "float32" or FLAGS.quantize != "none"):
+        raise ValueError("--export_format=hub is for fine-tuning (float32 trainable variables): --export_dtype "
+                         "and --quantize are for --export_format=serving or tflite")
+    if fmt != "serving" and FLAGS.pad_to_max_length:
+        raise ValueError(f"--pad_to_max_length is for --export_format=serving, not {fmt}")
+    if fmt == "tflite" and FLAGS.export_dtype != "float32":
+        raise ValueError("--export_format=tflite has no bfloat16 export (LiteRT runs float32 or int8 on CPU): "
+                         "use --quantize=int8 for a smaller, faster model")
+    if fmt != "tflite" and FLAGS["tflite_inputs"].present:
+        raise ValueError(f"--tflite_inputs is for --export_format=tflite, not {fmt}")
 
 
 def console():

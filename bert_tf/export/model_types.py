@@ -5,9 +5,11 @@ size read from the checkpoint, and the check that every weight it serves was loa
     export_serving(adapter, vocab_file, True, 128, "/models/mrpc")
 """
 
+import contextlib
 import os
 import time
 
+import keras
 from absl import logging
 
 from bert_tf import run_directory
@@ -15,6 +17,7 @@ from bert_tf.checkpoints import load_checkpoint, open_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.export import serving, task_adapters
 from bert_tf.modeling.encoder import BertEncoder
+from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.modeling.tasks.span_labeler import HEAD_SCOPE as SQUAD_HEAD_SCOPE
@@ -24,6 +27,9 @@ from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 MODEL_TYPES = ("encoder", "classifier", "squad", "ner", "pretrainer")
 # The options that only some model types read (export_model.py refuses them for the others).
 TASK_OPTIONS = {"label_list": ("classifier", "ner"), "max_answer_length": ("squad",)}
+# The dtypes the exported variables can be stored in (--export_dtype); LayerNorm stays float32 in both.
+EXPORT_DTYPES = ("float32", "bfloat16")
+QUANTIZATION_MODES = ("int8",)
 
 _NEXT_SENTENCE = "cls/seq_relationship/output_weights"
 _POOLER = ("bert/pooler/",)
@@ -47,18 +53,61 @@ def _task_adapter(option, adapter_class, model, value):
         raise ValueError(f"--{option}: {e}") from None
 
 
-def build_model(model_type, config, checkpoint, label_list=None, max_answer_length=30):
+@contextlib.contextmanager
+def _dtype_policy(name):
+    """Keras' global dtype policy is `name` inside the block (layers take it when they are created)."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(name)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def quantize_int8(model):
+    """Quantizes the kernel of every `BertDense` of `model` to int8 (per-output-channel scales, weight-only:
+    `BertDense.quantize`); the embedding tables, LayerNorms and task output layers keep their dtype.
+    Returns the number of layers quantized."""
+    layers = [layer for layer in model._flatten_layers() if isinstance(layer, BertDense)]
+    for layer in layers:
+        layer.quantize("int8")
+    return len(layers)
+
+
+def build_model(model_type, config, checkpoint, label_list=None, max_answer_length=30, dtype="float32",
+                quantize=None):
     """The Keras model and its serving adapter for `model_type` (one of MODEL_TYPES), with every weight
     loaded from `checkpoint` (any --init_checkpoint format).
 
     label_list: the label names (classifier, ner; None for a regression classifier).
     max_answer_length: squad's longest answer span, in word pieces.
+    dtype: one of EXPORT_DTYPES, the dtype the variables are stored and the matmuls computed in ("bfloat16":
+      Keras' `bfloat16` policy; LayerNorm, the embedding sum, softmax and the outputs stay float32, as under
+      mixed precision in training).
+    quantize: None, or "int8": every BertDense kernel stored as int8 with per-output-channel scales
+      (`quantize_int8`), dequantized to `dtype` when called.
     ValueError when the checkpoint lacks a variable that the outputs read: an export never serves randomly
     initialised weights. Logs the time it took.
     """
     if model_type not in MODEL_TYPES:
         raise ValueError(f"model type {model_type!r}: expected one of {', '.join(MODEL_TYPES)}")
+    if dtype not in EXPORT_DTYPES:
+        raise ValueError(f"dtype {dtype!r}: expected one of {', '.join(EXPORT_DTYPES)}")
+    if quantize not in (None, *QUANTIZATION_MODES):
+        raise ValueError(f"quantize {quantize!r}: expected None or one of {', '.join(QUANTIZATION_MODES)}")
     started = time.monotonic()
+    with _dtype_policy(dtype):
+        model, adapter = _build(model_type, config, checkpoint, label_list, max_answer_length)
+    if quantize:
+        logging.info("Quantized %d dense layers to int8 (weight-only, per-output-channel scales)",
+                     quantize_int8(model))
+    logging.info("Built the %s model (%s%s) and loaded its weights in %.1f s", model_type, dtype,
+                 f", {quantize} weights" if quantize else "", time.monotonic() - started)
+    return model, adapter
+
+
+def _build(model_type, config, checkpoint, label_list, max_answer_length):
+    """build_model under the caller's dtype policy: (model with its weights loaded, adapter)."""
     source = open_checkpoint(checkpoint)
     unused = ()  # variable name prefixes the checkpoint may lack: parts of the model that outputs never read
     if model_type == "encoder":
@@ -86,7 +135,6 @@ def build_model(model_type, config, checkpoint, label_list=None, max_answer_leng
     if missing:
         raise ValueError(f"{checkpoint} lacks {len(missing)} variable(s) of the {model_type} model "
                          f"({', '.join(missing[:5])}); the export would serve random weights")
-    logging.info("Built the %s model and loaded its weights in %.1f s", model_type, time.monotonic() - started)
     return model, adapter
 
 

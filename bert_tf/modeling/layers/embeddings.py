@@ -51,9 +51,10 @@ class BertEmbeddings(keras.layers.Layer):
         if seq_length is not None and seq_length > self.max_position_embeddings:
             raise ValueError(f"sequence length {seq_length} exceeds max_position_embeddings="
                              f"{self.max_position_embeddings}")
-        word = ops.take(self.word_embeddings, input_ids, axis=0)
-        token_type = ops.take(self.token_type_embeddings, segment_ids, axis=0)
-        positions = self.position_embeddings[: ops.shape(input_ids)[1]]
+        # float32 casts: no-ops unless the tables are stored in bfloat16 (a bfloat16 serving export).
+        word = ops.cast(ops.take(self.word_embeddings, input_ids, axis=0), "float32")
+        token_type = ops.cast(ops.take(self.token_type_embeddings, segment_ids, axis=0), "float32")
+        positions = ops.cast(self.position_embeddings[: ops.shape(input_ids)[1]], "float32")
         embeddings = word + token_type + positions[None, :, :]
         return self.dropout(self.layer_norm(embeddings), training=training)
 
