@@ -50,9 +50,10 @@ which HF and ORT load. Every implementation's first pooled output of a case is c
 (HF torch float32, ids; else bert_tf SavedModel float32, ids) on the same input: "max |d pooled|".
 
 Method: `--rounds` interleaved rounds; in each round every (model, implementation) runs once as a fresh
-process that loads its model and measures every case (batch x seq x input): `--warmup` untimed requests,
-then timed requests for `--seconds` (at least 3) or exactly `--requests`. Per round: p50 and p90 of the
-request latencies; the table gives their medians over the rounds; examples/s = batch / p50; MFU =
+process that loads its model and measures every case (batch x seq x input): at least `--warmup` untimed
+requests (more until two in a row agree within 25%), then timed requests for `--seconds` (at least 3) or
+exactly `--requests`. Per round: p50 and p90 of the request latencies; the table gives their medians over
+the rounds; examples/s = batch / p50; MFU =
 examples/s x model FLOPs per example at seq (`loop.training_flops_per_example(config, seq, 0) / 3`, as
 bench_models.py) / the matmul peak of the precision class (`loop.measure_peak_flops` on /CPU:0 in fresh
 processes at the start and end, the best): float32 or bfloat16; int8 rows have no MFU (no int8 peak is
@@ -108,15 +109,26 @@ FUSED_OPS = ("EmbedLayerNormalization", "Attention", "BiasGelu", "SkipLayerNorma
 
 # ------------------------------------------------------------------------------ workers (one per process)
 
+WARMUP_LIMIT = 20
+
+
 def measure(call, check, warmup, seconds, requests, min_requests=3):
     """call() -> (pooled [B, H], the input ids the model ran on, or None where the implementation does not
-    expose them). `warmup` (>= 1) untimed calls, then timed calls for `seconds` (at least `min_requests`) or
-    exactly `requests`; check(first pooled, its ids) runs before the timing. Returns (first pooled output, its
-    input ids, latencies in s)."""
+    expose them). At least `warmup` (>= 1) untimed calls, and more (up to WARMUP_LIMIT) until two consecutive
+    ones take times within 25% of each other (torch's oneDNN bfloat16 path takes several slow first calls);
+    then timed calls for `seconds` (at least `min_requests`) or exactly `requests`; check(first pooled, its
+    ids) runs before the timing. Returns (first pooled output, its input ids, latencies in s)."""
+    begin = time.perf_counter()
     pooled, packed = call()
     check(pooled, packed)
-    for _ in range(warmup - 1):
+    previous, calls = time.perf_counter() - begin, 1
+    while calls < WARMUP_LIMIT:
+        begin = time.perf_counter()
         call()
+        latest, calls = time.perf_counter() - begin, calls + 1
+        if calls >= warmup and abs(latest - previous) <= 0.25 * min(latest, previous):
+            break
+        previous = latest
     times, start = [], time.perf_counter()
     while (len(times) < requests if requests
            else len(times) < min_requests or time.perf_counter() - start < seconds):
@@ -844,8 +856,9 @@ def main():
         f"Commit {git_commit()}; {platform.machine()}, {cpu_model()}, {os.cpu_count()} CPU cores; load average "
         f"{load_start[0]:.1f} at start, {load_rounds[0]:.1f} before the rounds, {os.getloadavg()[0]:.1f} at end; "
         f"Python {platform.python_version()}; " + "; ".join(versions.values()) + ". "
-        f"Every (model, implementation) a fresh process per round measuring all its cases: {warmup} untimed "
-        f"request(s), then {timing}; {rounds} interleaved round(s), medians over them of p50 / p90 "
+        f"Every (model, implementation) a fresh process per round measuring all its cases: at least {warmup} "
+        f"untimed request(s) (more until two in a row agree within 25%), then {timing}; {rounds} interleaved "
+        f"round(s), medians over them of p50 / p90 "
         f"({elapsed:.0f} s in all, exports included). examples/s = batch / p50. Matmul peak "
         f"(`loop.measure_peak_flops`, best of start and end): {peak_text}; "
         f"int8 rows have no MFU. max abs d pooled: row 0's pooled output vs "
