@@ -30,7 +30,6 @@ from tools.pinned_venv import build_once
 
 # (flags, the least cosine of the pooled output against float32): the issue's bounds.
 EXPORTS = {"bfloat16": (["--export_dtype=bfloat16"], 0.9995),
-           "int8": (["--quantize=int8"], 0.99),
            "bfloat16_int8": (["--export_dtype=bfloat16", "--quantize=int8"], 0.99)}
 NUM_LINES = 48  # real corpus lines of varied length (the issue asks for 27+)
 
@@ -118,7 +117,7 @@ def test_variables_are_stored_in_the_export_dtype(exports):
             assert set(kernels.values()) == {tf.bfloat16} and not scales, name
     size = {name: sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files)
             for name, path in exports.items()}
-    assert size["bfloat16_int8"] < size["bfloat16"] < 60e6, size  # float32: ~99 MB
+    assert size["bfloat16_int8"] < 0.85 * size["bfloat16"] < 0.85 * 60e6, size  # float32: ~99 MB
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text
 
-from bert_tf import BertConfig, BertEncoder, load_checkpoint, save_checkpoint
+from bert_tf import BertConfig, BertEncoder, lite_tokenization, load_checkpoint, save_checkpoint
 from bert_tf.data.packing import pack_tokens
 from bert_tf.export import tflite
 from bert_tf.export.serving import EncoderAdapter
@@ -302,10 +302,10 @@ def test_the_models_custom_ops(exports):
 def test_normalizer_table_maps_every_code_point(do_lower_case):
     """The generated FastBertNormalize model (its Darts-clone trie and string pool) maps each of the 1,112,064
     code points, between two letters, to `_normalized_char`'s string."""
-    normalizer = tensorflow_text.FastBertNormalizer(model_buffer=tflite.normalizer_model(do_lower_case))
-    code_points = [cp for cp in range(0x110000) if cp not in tflite._SURROGATES]
+    normalizer = tensorflow_text.FastBertNormalizer(model_buffer=lite_tokenization.normalizer_model(do_lower_case))
+    code_points = [cp for cp in range(0x110000) if cp not in lite_tokenization._SURROGATES]
     got = normalizer.normalize(tf.constant([f"a{chr(cp)}b" for cp in code_points])).numpy()
-    table = tflite._normalization_table(do_lower_case)
+    table = lite_tokenization._normalization_table(do_lower_case)
     wrong = [hex(cp) for cp, value in zip(code_points, got)
              if value != f"a{table.get(cp, chr(cp))}b".encode("utf-8")]
     assert not wrong, wrong[:10]
@@ -321,7 +321,7 @@ def test_lite_tokenizer_gives_fulltokenizers_ids(do_lower_case, tmp_path):
     1 and 14 whole, planes 2-3 sampled). The only difference: a word-final capital sigma when lower-casing."""
     vocab_file = (tokenizer_data.uncased_vocab_file() if do_lower_case
                   else tokenizer_data.write_cased_vocab(str(tmp_path / "vocab.txt")))
-    full, lite = FullTokenizer(vocab_file, do_lower_case), tflite.LiteTokenizer(vocab_file, do_lower_case)
+    full, lite = FullTokenizer(vocab_file, do_lower_case), lite_tokenization.LiteTokenizer(vocab_file, do_lower_case)
     tokenize = tf.function(lite.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
     long_words = [c * n for c in "xé" for n in (199, 200, 201, 400, 401)] + ["a" + "é" * 199, "ab " * 80 + "y" * 250]
     # Planes 0, 1 and 14 whole; planes 2 and 3 (CJK ideographs and unassigned code points) every 16th.
@@ -347,8 +347,8 @@ def test_pack_truncates_like_pack_tokens(tokenizer):
         for n_b in (None, *range(10)):
             segments = [pieces[:n_a]] + ([] if n_b is None else [pieces[:n_b]])
             expected = pack_tokens(pieces[:n_a], None if n_b is None else pieces[:n_b], 8, tokenizer)
-            got = tflite.pack([tf.constant(tokenizer.convert_tokens_to_ids(s), tf.int32) for s in segments], 8,
-                              tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"])
+            ids = [tf.constant(tokenizer.convert_tokens_to_ids(s), tf.int32) for s in segments]
+            got = lite_tokenization.pack(ids, 8, tokenizer.vocab["[CLS]"], tokenizer.vocab["[SEP]"])
             length = sum(expected.input_mask)
             for name in INPUT_NAMES:
                 assert got[name].numpy().tolist() == [getattr(expected, name)[:length]], (n_a, n_b, name)

@@ -12,6 +12,7 @@ SUBSTITUTES, e.g. `BERT_DIR = "uncased_L-12_H-768_A-12"`, are replaced by what t
     NUM_STEPS    2
     OUTPUT_FILE  the output of the README's extract_features.py command, run on MiniLM
     EXPORT_DIR   a TF-Hub-style export of MiniLM (export_model.py --export_format=hub)
+    TFLITE_DIR   a LiteRT int8 export of MiniLM (export_model.py --export_format=tflite --quantize=int8)
 
 Names (fast, no process): every repository path, script, module, flag and section link that README.md and
 docs/DESIGN.md name exists; their layout trees name existing files, and DESIGN.md's lists every Python file of
@@ -83,6 +84,7 @@ SUBSTITUTES = {
     "NUM_STEPS": lambda request: 2,
     "OUTPUT_FILE": lambda request: request.getfixturevalue("readme_features"),
     "EXPORT_DIR": lambda request: request.getfixturevalue("readme_hub_export"),
+    "TFLITE_DIR": lambda request: request.getfixturevalue("readme_tflite_export"),
 }
 
 
@@ -131,6 +133,19 @@ def readme_hub_export(tmp_path_factory, google_minilm):
          f"--bert_config_file={google_minilm}/bert_config.json", f"--vocab_file={google_minilm}/vocab.txt",
          f"--init_checkpoint={google_minilm}/bert_model.ckpt", "--max_seq_length=128",
          f"--export_dir={export_dir}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return str(export_dir)
+
+
+@pytest.fixture(scope="module")
+def readme_tflite_export(tmp_path_factory, google_minilm):
+    export_dir = tmp_path_factory.mktemp("tflite") / "lite"
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "export_model.py"), "--model_type=encoder", "--export_format=tflite",
+         "--quantize=int8", f"--bert_config_file={google_minilm}/bert_config.json",
+         f"--vocab_file={google_minilm}/vocab.txt", f"--init_checkpoint={google_minilm}/bert_model.ckpt",
+         "--max_seq_length=128", f"--export_dir={export_dir}"],
         cwd=ROOT, capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT)
     assert result.returncode == 0, result.stderr[-3000:]
     return str(export_dir)
@@ -189,6 +204,8 @@ BASH_NOT_RUN = {
     "feature-extraction-the-papers-feature-based-approach-1": "run as written on MiniLM by readme_features",
     "pretraining-run_pretrainingpy-2": "multi-worker TF_CONFIG on two machines (tests/test_training_loop.py "
                                        "trains on two processes on 127.0.0.1)",
+    "precision-and-litert-which-export-to-serve-2": "needs docker and the tensorflow/serving image (the SavedModels "
+                                                    "load in a clean venv in tests/test_export*.py)",
 }
 # Appended to each command of a script (absl: the last value of a flag wins): a tiny configuration.
 TINY_FLAGS = {

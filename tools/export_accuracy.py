@@ -67,10 +67,12 @@ def saved_model_probabilities(path, sentences):
 
 
 def tflite_probabilities(path, sentences):
-    import tensorflow as tf
     import tensorflow_text
-    interpreter = tf.lite.Interpreter(model_path=path,
-                                      custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
+
+    # TensorFlow's bundled LiteRT interpreter (the public tf.lite.Interpreter takes no op registerers).
+    from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
+    interpreter = InterpreterWithCustomOps(model_path=path,
+                                           custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
     runner = interpreter.get_signature_runner()
     (input_name,) = runner.get_input_details()
     return np.stack([runner(**{input_name: np.array([sentence])})["probabilities"][0] for sentence in sentences])

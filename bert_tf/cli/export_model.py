@@ -59,9 +59,10 @@ flags.DEFINE_enum("quantize", "none", ["none", *model_types.QUANTIZATION_MODES],
                   "int8: serving: dense kernels stored as int8 with per-output-channel scales, dequantized to "
                   "--export_dtype per call (a smaller model, not a faster one); tflite: LiteRT's dynamic-range "
                   "int8 (int8 weights, activations quantized per call by its int8 kernels: the fast int8 route).")
-flags.DEFINE_enum("tflite_inputs", "text", ["text", "ids"],
-                  "tflite: text = one raw string in, tokenized in the model (needs tensorflow-text's LiteRT "
-                  "ops); ids = int32 input_ids, input_mask, segment_ids [1, T].")
+flags.DEFINE_enum("tflite_inputs", "text", ["text", "text_pair", "ids"],
+                  "tflite: text = one raw string `text_a` in, tokenized in the model (needs tensorflow-text's "
+                  "LiteRT ops; squad: `question`, `context`); text_pair = `text_a` and `text_b` (a sentence-pair "
+                  "classifier); ids = int32 input_ids, input_mask, segment_ids [1, T], builtin ops only.")
 flags.DEFINE_integer("max_seq_length", 128, "The longest T of every signature: requests take any T up to it; "
                      "raw text longer than it is truncated.")
 flags.DEFINE_bool("pad_to_max_length", False, "Pad raw-text and tf.Example requests to --max_seq_length (for "
@@ -100,8 +101,9 @@ def main(_):
     elif FLAGS.export_format == "tflite":
         from bert_tf.export import tflite  # the LiteRT converter is only needed here
         paths = [tflite.export_tflite(adapter, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
-                                      os.path.join(FLAGS.export_dir, "model.tflite"), FLAGS.tflite_inputs,
-                                      quantize)]
+                                      os.path.join(FLAGS.export_dir, "model.tflite"),
+                                      "ids" if FLAGS.tflite_inputs == "ids" else "text", quantize,
+                                      text_pair=FLAGS.tflite_inputs == "text_pair")]
     else:
         paths = [serving.export_serving(adapter, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
                                         FLAGS.export_dir, FLAGS.pad_to_max_length)]
