@@ -23,6 +23,17 @@ def minilm_dir():
 
 
 @pytest.fixture(scope="session")
+def minilm(minilm_dir):
+    """(config, vocab file, BertEncoder with the real MiniLM weights)."""
+    from bert_tf import BertConfig, BertEncoder, load_checkpoint  # TensorFlow: only for the tests that ask
+
+    config = BertConfig.from_json_file(os.path.join(minilm_dir, "config.json"))
+    encoder = BertEncoder(config)
+    load_checkpoint(encoder, minilm_dir)
+    return config, os.path.join(minilm_dir, "vocab.txt"), encoder
+
+
+@pytest.fixture(scope="session")
 def tokenizer(minilm_dir):
     """FullTokenizer of the MiniLM vocab, lower-casing (tests that need another one define their own)."""
     return FullTokenizer(os.path.join(minilm_dir, "vocab.txt"), do_lower_case=True)

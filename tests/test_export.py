@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401 (registers the WordPiece op the SavedModels use)
 
-from bert_tf import BertConfig, BertEncoder, load_checkpoint, save_checkpoint
+from bert_tf import load_checkpoint, save_checkpoint
 from bert_tf.export import serving as export
 from bert_tf.feature_schema import INPUT_NAMES
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
@@ -75,15 +75,6 @@ def example_texts():
 
 
 # ------------------------------------------------------------------------------------- shared resources
-
-@pytest.fixture(scope="session")
-def minilm(minilm_dir):
-    """(config, vocab file, BertEncoder with the real weights)."""
-    config = BertConfig.from_json_file(os.path.join(minilm_dir, "config.json"))
-    encoder = BertEncoder(config)
-    load_checkpoint(encoder, minilm_dir)
-    return config, os.path.join(minilm_dir, "vocab.txt"), encoder
-
 
 @pytest.fixture(scope="session")
 def full_tokenizer(minilm):

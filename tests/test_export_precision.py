@@ -13,8 +13,6 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-from bert_tf import BertConfig, BertEncoder, load_checkpoint
-from bert_tf.tokenization import FullTokenizer
 from tests.helpers import tokenizer_data
 from tests.helpers.exports import (
     SEQ_LENGTH,
@@ -55,13 +53,10 @@ def exports(tmp_path_factory, minilm_dir):
 
 
 @pytest.fixture(scope="module")
-def float32_reference(minilm_dir):
+def float32_reference(minilm, tokenizer):
     """(packed ids of lines(), the float32 Keras encoder's pooled output [NUM_LINES, H])."""
-    encoder = BertEncoder(BertConfig.from_json_file(os.path.join(minilm_dir, "config.json")))
-    load_checkpoint(encoder, minilm_dir)
-    tokenizer = FullTokenizer(os.path.join(minilm_dir, "vocab.txt"), do_lower_case=True)
     packed = python_pack(tokenizer, [(line, None) for line in lines()])
-    return packed, run_model(encoder, packed, ["pooled_output"])["pooled_output"]
+    return packed, run_model(minilm[2], packed, ["pooled_output"])["pooled_output"]
 
 
 @pytest.fixture(scope="module")

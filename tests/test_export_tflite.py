@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text
 
-from bert_tf import BertConfig, BertEncoder, lite_tokenization, load_checkpoint, save_checkpoint
+from bert_tf import BertEncoder, lite_tokenization, load_checkpoint, save_checkpoint
 from bert_tf.data.packing import pack_tokens
 from bert_tf.export import tflite
 from bert_tf.export.serving import EncoderAdapter
@@ -79,15 +79,6 @@ with open(errors_file, "w", encoding="utf-8") as f:
 
 
 # ------------------------------------------------------------------------------------- shared resources
-
-@pytest.fixture(scope="session")
-def minilm(minilm_dir):
-    """(config, vocab file, BertEncoder with the real weights)."""
-    config = BertConfig.from_json_file(os.path.join(minilm_dir, "config.json"))
-    encoder = BertEncoder(config)
-    load_checkpoint(encoder, minilm_dir)
-    return config, os.path.join(minilm_dir, "vocab.txt"), encoder
-
 
 def built(model, length=4):
     model({"input_ids": tf.ones([1, length], tf.int32)}, training=False)
