@@ -43,11 +43,11 @@ _MAX_CODE_POINT = 0x10FFFF
 _NO_PROPERTIES = ("Cn", "Co", "Cs")
 _CAPITAL_SIGMA = 0x3A3
 _FINAL_SIGMA = 0x3C2
-_MAX_CHARS_PER_WORD = 200
+MAX_CHARS_PER_WORD = 200
 # FastWordpieceTokenizer's limit is in bytes: no word within the character limit exceeds it.
-_MAX_BYTES_PER_WORD = 4 * _MAX_CHARS_PER_WORD
-_OVERLONG_WORD = "x" * (_MAX_BYTES_PER_WORD + 1)
-_UNK = "[UNK]"
+MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD
+_OVERLONG_WORD = "x" * (MAX_BYTES_PER_WORD + 1)
+UNK = "[UNK]"
 # The ASCII path: pure-ASCII strings, and FullTokenizer's control characters (Cc but \t \n \r; NUL) there.
 _ASCII_ONLY = "[\\x00-\\x7f]*"
 _ASCII_CONTROL = "[" + "".join(f"\\x{cp:02x}" for cp in tokenization.ASCII_CONTROL_CODE_POINTS) + "]"
@@ -107,6 +107,35 @@ def _code_point_table():
             np.array(splits, np.int32), np.array(mapped, np.int32))
 
 
+def wordpiece_vocab(vocab_file):
+    """{token: id} of a vocab.txt path or of a list of tokens in id order; ValueError if it has no [UNK],
+    which the word-piece tokenizers need."""
+    if isinstance(vocab_file, str):
+        vocab = tokenization.load_vocab(vocab_file)
+    else:
+        vocab = tokenization.vocab_from_tokens(vocab_file)
+    if UNK not in vocab:
+        raise ValueError(f"the vocab has no {UNK!r} token, which the tokenizer needs "
+                         f"(first tokens: {list(vocab)[:5]})")
+    return dict(vocab)
+
+
+def fast_wordpiece(tokens, max_bytes_per_word=MAX_BYTES_PER_WORD, no_pretokenization=True):
+    """tensorflow-text's FastWordpieceTokenizer of `tokens` (in id order) as the original's WordPiece:
+    greedy longest match first, "##" suffixes, [UNK] for a word it cannot split or longer than the limit,
+    int32 ids."""
+    return tf_text.FastWordpieceTokenizer(
+        vocab=tokens, suffix_indicator="##", max_bytes_per_word=max_bytes_per_word, token_out_type=tf.int32,
+        unknown_token=UNK, no_pretokenization=no_pretokenization)
+
+
+def token_id(token_ids, token):
+    """token_ids[token]; ValueError naming the token if the vocab lacks it."""
+    if token not in token_ids:
+        raise ValueError(f"token {token!r} is not in the vocab ({len(token_ids)} entries)")
+    return token_ids[token]
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertTokenizer(keras.layers.Layer):
     """Maps strings to BERT word-piece ids in the graph, exactly like `tokenization.FullTokenizer`.
@@ -123,32 +152,19 @@ class BertTokenizer(keras.layers.Layer):
 
     def __init__(self, vocab_file, do_lower_case=True, **kwargs):
         super().__init__(**kwargs)
-        if isinstance(vocab_file, str):
-            vocab = tokenization.load_vocab(vocab_file)
-        else:
-            vocab = tokenization.vocab_from_tokens(vocab_file)
-        if _UNK not in vocab:
-            raise ValueError(f"the vocab has no {_UNK!r} token, which the tokenizer needs "
-                             f"(first tokens: {list(vocab)[:5]})")
-        self.vocab = list(vocab)
+        self._token_ids = wordpiece_vocab(vocab_file)
+        self.vocab = list(self._token_ids)
         self.do_lower_case = do_lower_case
-        self._token_ids = dict(vocab)
         self._block_index, self._blocks, self._lower_splits, self._lower_mapped = (
             tf.constant(t) for t in _code_point_table())
-        self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self.vocab, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD,
-            token_out_type=tf.int32, unknown_token=_UNK, no_pretokenization=True)
+        self._wordpiece = fast_wordpiece(self.vocab)
         # For ASCII text FastWordpiece's own pre-tokenization (split at whitespace and punctuation) is the
         # basic tokenizer's, and bytes are characters, so its byte limit is the 200-character limit.
-        self._ascii_wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self.vocab, suffix_indicator="##", max_bytes_per_word=_MAX_CHARS_PER_WORD,
-            token_out_type=tf.int32, unknown_token=_UNK, no_pretokenization=False)
+        self._ascii_wordpiece = fast_wordpiece(self.vocab, MAX_CHARS_PER_WORD, no_pretokenization=False)
 
     def token_to_id(self, token):
         """The id of `token` (e.g. "[CLS]"); ValueError if it is not in the vocab."""
-        if token not in self._token_ids:
-            raise ValueError(f"token {token!r} is not in the vocab ({len(self.vocab)} entries)")
-        return self._token_ids[token]
+        return token_id(self._token_ids, token)
 
     def call(self, strings):
         return self.tokenize(strings)
@@ -233,7 +249,7 @@ class BertTokenizer(keras.layers.Layer):
     def _wordpiece_ids(self, words):
         """int32 RaggedTensor [W, (chars)] of code points -> int32 RaggedTensor [W, (pieces)] of ids."""
         # A word over the character limit becomes one that is over WordPiece's byte limit: [UNK].
-        too_long = words.row_lengths() > _MAX_CHARS_PER_WORD
+        too_long = words.row_lengths() > MAX_CHARS_PER_WORD
         strings = tf.where(too_long, _OVERLONG_WORD, tf.strings.unicode_encode(words, "UTF-8"))
         return self._wordpiece.tokenize(strings)
 

@@ -39,10 +39,8 @@ from absl import logging
 
 from bert_tf import tokenization
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
+from bert_tf.in_graph_tokenization import MAX_CHARS_PER_WORD, UNK, fast_wordpiece, token_id, wordpiece_vocab
 
-_UNK = "[UNK]"
-_MAX_CHARS_PER_WORD = 200  # FullTokenizer's limit (WordpieceTokenizer.max_input_chars_per_word)
-_MAX_BYTES_PER_WORD = 4 * _MAX_CHARS_PER_WORD  # FastWordpiece's limit is in bytes: no shorter word exceeds it
 _MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = range(0xD800, 0xE000)
 
@@ -203,26 +201,17 @@ class LiteTokenizer(tf.Module):
 
     def __init__(self, vocab_file, do_lower_case=True):
         super().__init__(name="lite_tokenizer")
-        vocab = (tokenization.load_vocab(vocab_file) if isinstance(vocab_file, str)
-                 else tokenization.vocab_from_tokens(vocab_file))
-        if _UNK not in vocab:
-            raise ValueError(f"the vocab has no {_UNK!r} token, which the tokenizer needs "
-                             f"(first tokens: {list(vocab)[:5]})")
-        self.vocab = list(vocab)
-        self._token_ids = dict(vocab)
+        self._token_ids = wordpiece_vocab(vocab_file)
+        self.vocab = list(self._token_ids)
         self.do_lower_case = do_lower_case
         self._normalizer = tf_text.FastBertNormalizer(model_buffer=normalizer_model(do_lower_case))
         self._whitespace = tf_text.WhitespaceTokenizer()
-        self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self.vocab, suffix_indicator="##", max_bytes_per_word=_MAX_BYTES_PER_WORD,
-            token_out_type=tf.int32, unknown_token=_UNK, no_pretokenization=True)
+        self._wordpiece = fast_wordpiece(self.vocab)
         self._bytes = tf_text.ByteSplitter()
 
     def token_to_id(self, token):
         """The id of `token` (e.g. "[CLS]"); ValueError if it is not in the vocab."""
-        if token not in self._token_ids:
-            raise ValueError(f"token {token!r} is not in the vocab ({len(self.vocab)} entries)")
-        return self._token_ids[token]
+        return token_id(self._token_ids, token)
 
     def tokenize(self, strings):
         """tf.string [B] -> int32 RaggedTensor [B, (tokens)]."""
@@ -237,7 +226,7 @@ class LiteTokenizer(tf.Module):
         characters is one [UNK] (FastWordpiece's own limit is in bytes)."""
         pieces = self._wordpiece.tokenize(words)
         splits = tf.cast(pieces.row_splits, tf.int32)
-        too_long = self._char_counts(words) > _MAX_CHARS_PER_WORD
+        too_long = self._char_counts(words) > MAX_CHARS_PER_WORD
         counts = tf.where(too_long, 1, splits[1:] - splits[:-1])  # every word has >= 1 piece
         # Output position j -> its word (the count of word starts up to j) and the piece it copies.
         starts = tf.concat([[0], tf.cumsum(counts)], axis=0)
@@ -245,7 +234,7 @@ class LiteTokenizer(tf.Module):
         word = tf.cumsum(tf.scatter_nd(starts[1:-1, tf.newaxis], tf.ones_like(starts[1:-1]), [total]))
         source = tf.range(total) - tf.gather(starts, word) + tf.gather(splits, word)
         copied = tf.gather(pieces.flat_values, source)  # a too-long word's first piece: it has one
-        return tf.where(tf.gather(too_long, word), self.token_to_id(_UNK), copied), counts
+        return tf.where(tf.gather(too_long, word), self.token_to_id(UNK), copied), counts
 
     def _char_counts(self, words):
         """tf.string [W] (UTF-8) -> int32 [W] code points: the bytes that are not continuation bytes."""
