@@ -23,6 +23,7 @@ setuptools.setup(
         "keras>=3.15,<4",
         "absl-py",
         "safetensors",
+        "h5py",  # KerasHub presets (bert_tf/formats/keras_hub.py); Keras depends on it too
         "numpy",
     ],
     extras_require={

@@ -10,6 +10,7 @@ fsync'ed so the rename survives a crash. On any failure the temporary file is re
     write_file(path, text_or_bytes)
     publish(temporary_paths, final_paths)  # files written by TensorFlow: fsync, rename, fsync the folder
     swap_directory(staging, final)         # replace a folder (best/, a SavedModel) with no moment without one
+    with new_directory(path) as tmp: ...   # fill a new folder (a converted model) that appears complete or not at all
     remove_leftovers(directory)            # temporaries of earlier killed runs (this project's names only)
 """
 
@@ -152,6 +153,31 @@ def swap_directory(staging, final):
         os.replace(staging, final)
         shutil.rmtree(previous, ignore_errors=True)
     fsync_path(os.path.dirname(os.path.abspath(final)))
+
+
+@contextlib.contextmanager
+def new_directory(path):
+    """A temporary sibling folder to fill, renamed to `path` (everything fsync'ed) when the block ends without
+    an error and removed when it raises. OSError before anything is written when `path` exists and is not an
+    empty folder (an empty one is replaced); a failed write raises an OSError naming `path`."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.exists(path) and not (os.path.isdir(path) and not os.listdir(path)):
+        raise OSError(f"{path} exists and is not empty; remove it or write elsewhere")
+    os.makedirs(parent, exist_ok=True)
+    remove_leftovers(parent, os.path.basename(path) + TEMPORARY_MARK)
+    tmp = temporary_path(path)
+    os.makedirs(tmp)
+    try:
+        yield tmp
+        fsync_tree(tmp)
+        if os.path.isdir(path):
+            os.rmdir(path)
+        os.rename(tmp, path)
+        fsync_path(parent)
+    except OSError as e:
+        raise disk_error(e, path) from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def restore_directory(final):

@@ -1,4 +1,5 @@
-"""Reading and writing BERT weights: Google TF1 checkpoints, HuggingFace safetensors, this project's own.
+"""Reading and writing BERT weights: Google TF1 checkpoints, HuggingFace safetensors, KerasHub presets, this
+project's own (the HuggingFace and KerasHub formats live in bert_tf/formats/).
 
 Every format is read as a map from *canonical names* (Google's variable names, e.g.
 `bert/encoder/layer_0/attention/self/query/kernel`, `cls/predictions/output_bias`) to NumPy arrays in
@@ -17,8 +18,11 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import run_directory
+from bert_tf.formats import keras_hub
+from bert_tf.formats.huggingface import read_huggingface, safetensors_files
+from bert_tf.formats.source import CheckpointSource
 
-GOOGLE, HUGGINGFACE, NATIVE = "google", "huggingface", "native"
+GOOGLE, NATIVE = "google", "native"
 FORMAT_VERSION_NAME = "bert_tf/format_version"
 CONFIG_NAME = "bert_tf/bert_config"
 FORMAT_VERSION = 1
@@ -26,22 +30,6 @@ _PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
 # Optimizer state and step counters that Google's checkpoints carry beside the weights.
 _OPTIMIZER_SLOT = re.compile(r"(^|/)(adam_m|adam_v|lamb_m|lamb_v|global_step|good_steps|loss_scale|"
                              r"current_loss_scale)$")
-
-
-class CheckpointSource:
-    """Tensors of one checkpoint under canonical names.
-
-    Attributes: `path`, `format` (google | huggingface | native), `shapes` {canonical name: shape},
-    `ignored` {original name: reason} for tensors that are deliberately not weights, `config` (a dict or None).
-    `read(name)` returns the NumPy array of a canonical name in Google's layout.
-    """
-
-    def __init__(self, path, fmt, shapes, reader, ignored, config=None):
-        self.path, self.format, self.shapes, self._reader = path, fmt, shapes, reader
-        self.ignored, self.config = ignored, config
-
-    def read(self, name):
-        return self._reader(name)
 
 
 # ---------------------------------------------------------------------------------------------- TF bundles
@@ -102,122 +90,34 @@ def _read_tf_checkpoint(prefix):
     return CheckpointSource(prefix, GOOGLE, weights, read, ignored)
 
 
-# ------------------------------------------------------------------------------------------- HuggingFace
-
-_HF_SPECIAL = {
-    "cls.predictions.bias": "cls/predictions/output_bias",
-    "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
-    "cls.seq_relationship.bias": "cls/seq_relationship/output_bias",
-}
-_HF_IGNORED = {
-    "embeddings.position_ids": "buffer (position ids), not a weight",
-    "cls.predictions.decoder.weight": "tied to bert/embeddings/word_embeddings",
-    "cls.predictions.decoder.bias": "same tensor as cls.predictions.bias",
-}
-
-
-def hf_to_canonical(name):
-    """Maps a HF BERT tensor name to (canonical name, transpose?) or (None, reason) when it is skipped.
-
-    `encoder.layer.3.attention.self.query.weight` -> (`bert/encoder/layer_3/attention/self/query/kernel`,
-    True): PyTorch Linear weights are [out, in], Google kernels [in, out]. Names outside the encoder and
-    the pretraining heads (a task head such as `classifier.weight`) keep their HF name.
-    """
-    stripped = name[len("bert."):] if name.startswith("bert.") else name
-    if stripped in _HF_IGNORED:
-        return None, _HF_IGNORED[stripped]
-    if stripped in _HF_SPECIAL:
-        return _HF_SPECIAL[stripped], False
-    parts = stripped.split(".")
-    if parts[0] not in ("embeddings", "encoder", "pooler", "cls"):
-        return name, False
-    scope = "cls" if parts[0] == "cls" else "bert"
-    path = "/".join(parts if scope == "cls" else [scope] + parts)
-    path = re.sub(r"/layer/(\d+)/", r"/layer_\1/", path)
-    leaf = parts[-1]
-    in_layer_norm = len(parts) > 1 and parts[-2] == "LayerNorm"
-    if in_layer_norm:
-        path = path[: -len(leaf)] + {"weight": "gamma", "bias": "beta", "gamma": "gamma", "beta": "beta"}[leaf]
-        return path, False
-    if parts[0] == "embeddings" and leaf == "weight":
-        return path[: -len("/weight")], False
-    if leaf == "weight":
-        return path[: -len("weight")] + "kernel", True
-    return path, False
-
-
-def _safetensors_files(path):
-    """The safetensors files of a HF directory or file path, or None if `path` is not one."""
-    if os.path.isfile(path) and path.endswith(".safetensors"):
-        return [path]
-    if os.path.isdir(path):
-        index = os.path.join(path, "model.safetensors.index.json")
-        if os.path.isfile(index):
-            with open(index, encoding="utf-8") as f:
-                shards = sorted(set(json.load(f)["weight_map"].values()))
-            return [os.path.join(path, s) for s in shards]
-        single = os.path.join(path, "model.safetensors")
-        if os.path.isfile(single):
-            return [single]
-    return None
-
-
-def _read_huggingface(files, path):
-    from safetensors import safe_open  # imported here: only HF imports need it
-
-    shapes, locations, ignored = {}, {}, {}
-    for file in files:
-        try:
-            handle = safe_open(file, framework="np")
-            keys = list(handle.keys())
-        except Exception as e:  # safetensors raises its own error types for corrupt headers
-            raise ValueError(f"{file}: not a valid safetensors file ({e})") from None
-        for key in keys:
-            canonical, transpose = hf_to_canonical(key)
-            if canonical is None:
-                ignored[key] = transpose
-                continue
-            shape = tuple(handle.get_slice(key).get_shape())
-            shapes[canonical] = shape[::-1] if transpose else shape
-            locations[canonical] = (handle, key, transpose)
-
-    def read(name):
-        handle, key, transpose = locations[name]
-        value = handle.get_tensor(key)
-        return np.ascontiguousarray(value.T) if transpose else value
-
-    config = None
-    config_file = os.path.join(path if os.path.isdir(path) else os.path.dirname(path), "config.json")
-    if os.path.isfile(config_file):
-        with open(config_file, encoding="utf-8") as f:
-            config = json.load(f)
-    return CheckpointSource(path, HUGGINGFACE, shapes, read, ignored, config)
-
-
 # --------------------------------------------------------------------------------------------- detection
 
 def open_checkpoint(path):
     """Detects the format of `path` and returns a CheckpointSource; ValueError when it is none of them.
 
     Accepted: a Google TF1 checkpoint prefix or directory (`bert_model.ckpt`), a checkpoint written by
-    `save_checkpoint`, a HuggingFace BERT directory or `model.safetensors` file.
+    `save_checkpoint`, a HuggingFace BERT directory or `model.safetensors` file, a KerasHub BertBackbone preset
+    directory.
     """
     path = os.fspath(path)
     if path.endswith(_PICKLE_SUFFIXES) or (
             os.path.isdir(path) and os.path.isfile(os.path.join(path, "pytorch_model.bin"))
-            and _safetensors_files(path) is None):
+            and safetensors_files(path) is None):
         raise ValueError(f"{path}: pickled PyTorch weights are refused (unpickling runs arbitrary code); "
                          "convert them to model.safetensors (e.g. `safetensors.torch.save_file`) and pass that")
-    files = _safetensors_files(path)
+    if keras_hub.is_preset(path):
+        return keras_hub.read_preset(path)
+    files = safetensors_files(path)
     if files:
-        return _read_huggingface(files, path)
+        return read_huggingface(files, path)
     prefix = _tf_checkpoint_prefix(path)
     if prefix:
         return _read_tf_checkpoint(prefix)
     if not os.path.exists(path) and not glob.glob(path + ".*"):
         raise ValueError(f"{path}: checkpoint not found")
     raise ValueError(f"{path}: not a BERT checkpoint; expected a Google TF1 checkpoint prefix "
-                     "(bert_model.ckpt), a bert_tf checkpoint, or a HuggingFace directory / model.safetensors")
+                     "(bert_model.ckpt), a bert_tf checkpoint, a HuggingFace directory / model.safetensors, or a "
+                     "KerasHub preset directory")
 
 
 # ------------------------------------------------------------------------------------------------ loading
@@ -356,27 +256,3 @@ def save_checkpoint(weights, prefix, config=None):
     if config is not None:
         tensors[CONFIG_NAME] = np.asarray(config.to_json_string().encode("utf-8"), dtype=object)
     _write_bundle(prefix, tensors)
-
-
-def convert_checkpoint(path, prefix, config):
-    """Converts any accepted checkpoint at `path` into a bert_tf checkpoint at `prefix`, losslessly for the
-    encoder (`bert/`) and pretraining heads (`cls/`); optimizer state and task heads are dropped.
-
-    `config` (a BertConfig) is embedded and checked: the encoder must load from the result without error.
-    Returns the list of canonical names written.
-    """
-    source = open_checkpoint(path)
-    kept = sorted(n for n in source.shapes if n.startswith(("bert/", "cls/")))
-    dropped = sorted(set(source.shapes) - set(kept))
-    if dropped:
-        logging.info("Not converted (task heads): %s", ", ".join(dropped))
-    save_checkpoint({n: source.read(n) for n in kept}, prefix, config)
-    from bert_tf.modeling.encoder import BertEncoder  # the check needs a model; modeling never imports us
-
-    try:
-        load_checkpoint(BertEncoder(config), prefix)
-    except ValueError:
-        for file in glob.glob(prefix + ".*"):
-            os.remove(file)
-        raise
-    return kept

@@ -13,7 +13,7 @@ _HF_IGNORED = {
     "use_cache", "pad_token_id", "bos_token_id", "eos_token_id", "torch_dtype", "dtype", "classifier_dropout",
     "is_decoder", "add_cross_attention", "tie_word_embeddings", "id2label", "label2id", "problem_type",
     "output_past", "directionality", "pooler_fc_size", "pooler_num_attention_heads", "pooler_num_fc_layers",
-    "pooler_size_per_head", "pooler_type", "finetuning_task", "tokenizer_class", "return_dict",
+    "pooler_size_per_head", "pooler_type", "finetuning_task", "tokenizer_class", "return_dict", "num_labels",
 }
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_tanh", "relu", "swish", "silu", "tanh", "linear")
 
@@ -82,12 +82,17 @@ class BertConfig:
 
     @classmethod
     def from_dict(cls, values, source="config"):
-        """Builds a config from a Google `bert_config.json` or HF `config.json` dict.
+        """Builds a config from a Google `bert_config.json`, HF `config.json` or KerasHub BertBackbone
+        `config.json` dict (`formats.keras_hub.google_config`: hidden_act "gelu_tanh", as KerasHub computes).
 
         Unknown keys raise a ValueError naming them and `source`, so a typo is not silently ignored.
         """
         if not isinstance(values, dict):
             raise ValueError(f"{source}: expected a JSON object, got {type(values).__name__}")
+        if "registered_name" in values:
+            from bert_tf.formats import keras_hub  # only KerasHub configs need it
+
+            values = keras_hub.google_config(values, source)
         fields = {f.name for f in dataclasses.fields(cls)}
         if values.get("model_type") not in (None, "bert"):
             raise ValueError(f"{source}: model_type={values['model_type']!r}, expected 'bert'")

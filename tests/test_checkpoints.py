@@ -7,7 +7,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder
-from bert_tf.checkpoints import convert_checkpoint, hf_to_canonical, load_checkpoint, open_checkpoint, save_checkpoint
+from bert_tf.checkpoints import load_checkpoint, open_checkpoint, save_checkpoint
+from bert_tf.formats.convert import convert
+from bert_tf.formats.huggingface import hf_to_canonical
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IDS = {"input_ids": np.array([[101, 7592, 2088, 1010, 2129, 2024, 2017, 102, 0, 0]], np.int32),
@@ -100,7 +102,9 @@ def test_hf_names_map_to_google_names():
     assert hf_to_canonical("cls.predictions.bias") == ("cls/predictions/output_bias", False)
     assert hf_to_canonical("cls.seq_relationship.weight") == ("cls/seq_relationship/output_weights", False)
     assert hf_to_canonical("cls.predictions.decoder.weight")[0] is None
-    assert hf_to_canonical("classifier.weight") == ("classifier.weight", False)
+    assert hf_to_canonical("classifier.weight") == ("output_weights", False)
+    assert hf_to_canonical("qa_outputs.bias") == ("cls/squad/output_bias", False)
+    assert hf_to_canonical("dropout.weight") == ("dropout.weight", False)  # not BERT's: keeps its name
 
 
 # ------------------------------------------------------------------------------------------- bad input
@@ -163,6 +167,6 @@ def test_damaged_weights_are_an_error_naming_the_checkpoint(tmp_path, tiny_confi
 
 
 def test_failed_conversion_leaves_no_output(tmp_path, minilm_dir, tiny_config):
-    with pytest.raises(ValueError, match="does not fit this model"):
-        convert_checkpoint(minilm_dir, str(tmp_path / "bert_model.ckpt"), tiny_config)
+    with pytest.raises(ValueError, match="does not fit the config"):
+        convert(minilm_dir, str(tmp_path / "out"), "bert_tf", tiny_config)
     assert os.listdir(tmp_path) == []

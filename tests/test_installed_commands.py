@@ -42,7 +42,8 @@ COMMANDS = {  # bert_tf/cli/<module>.py: the flags its --help must list
                                 "masked_lm_prob", "dupe_factor", "random_seed", "do_whole_word_mask"],
     "build_vocab": ["do_lower_case", "input_file"],
     "prepare_corpus": ["input_file", "output_file"],
-    "convert_checkpoint": ["init_checkpoint", "bert_config_file", "vocab_file", "output_dir"],
+    "convert_checkpoint": ["init_checkpoint", "bert_config_file", "vocab_file", "output_dir", "output_format",
+                           "model_type"],
 }
 ENV = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | {"TF_CPP_MIN_LOG_LEVEL": "3"}
 

@@ -1,34 +1,56 @@
-"""Convert a Google TF1 BERT checkpoint or a HuggingFace BERT directory into a bert_tf checkpoint.
+"""Convert a BERT checkpoint between formats: Google TF1, HuggingFace, KerasHub and bert_tf, both ways.
 
     python convert_checkpoint.py --init_checkpoint=$HF_DIR --output_dir=converted/
     python convert_checkpoint.py --init_checkpoint=$BERT_DIR/bert_model.ckpt \
       --bert_config_file=$BERT_DIR/bert_config.json --output_dir=converted/
+    python convert_checkpoint.py --init_checkpoint=sentiment_output/ --model_type=classifier \
+      --vocab_file=$BERT_DIR/vocab.txt --output_format=huggingface --output_dir=sentiment_hf/
+    python convert_checkpoint.py --init_checkpoint=$KERAS_HUB_PRESET --output_dir=converted/
 
-Writes `output_dir/bert_model.ckpt.{index,data-*}` (Google's variable names, config embedded),
-`output_dir/bert_config.json` and, when one is found beside the input or given, `output_dir/vocab.txt`.
+--output_format=bert_tf (the default) writes `output_dir/bert_model.ckpt.{index,data-*}` (Google's variable
+names, config embedded), `bert_config.json`, `vocab.txt` (when one is found beside the input or given) and a
+task model's `labels.txt`. `huggingface` writes a directory that `transformers` loads with `from_pretrained`
+(config.json, model.safetensors, vocab.txt, tokenizer_config.json, special_tokens_map.json); `keras_hub` a
+preset that `keras_hub.models.BertBackbone.from_preset` (a classifier: `BertTextClassifier.from_preset`)
+loads. --init_checkpoint takes any format (a KerasHub preset directory too). The output directory must not
+exist or be empty; it appears complete or not at all.
 """
 
 import os
 
 from absl import flags, logging
 
-from bert_tf import BertConfig, atomic_io, run_directory
-from bert_tf.checkpoints import convert_checkpoint, open_checkpoint
+from bert_tf import BertConfig
+from bert_tf.checkpoints import open_checkpoint
 from bert_tf.cli import model_flags, scripting
+from bert_tf.formats import keras_hub
+from bert_tf.formats.convert import OUTPUT_FORMATS, convert
+from bert_tf.formats.model_types import MODEL_TYPES
 
 FLAGS = flags.FLAGS
-model_flags.define("init_checkpoint", "bert_config_file", "vocab_file")
+model_flags.define("init_checkpoint", "bert_config_file", "vocab_file", "do_lower_case")
 flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --helpfull
-flags.DEFINE_string("output_dir", None, "Directory to write the converted checkpoint into.")
+flags.DEFINE_string("output_dir", None, "Directory to write the converted model into (must not exist or be empty).")
+flags.DEFINE_enum("output_format", "bert_tf", OUTPUT_FORMATS,
+                  "bert_tf: a bert_tf checkpoint; huggingface: a transformers directory (from_pretrained); "
+                  "keras_hub: a KerasHub preset (from_preset; the encoder and the classifier only).")
+flags.DEFINE_enum("model_type", None, MODEL_TYPES,
+                  "What the checkpoint holds. Default: read from its heads (and a HuggingFace architectures / "
+                  "KerasHub task); required for the classifier, ner and multiple_choice heads of bert_tf "
+                  "fine-tuning output, which have the same variable names.")
 flags.mark_flag_as_required("init_checkpoint")
 flags.mark_flag_as_required("output_dir")
 
 
-def _beside_input(name):
+def _beside_input(*names):
+    """The first of `names` (paths relative to the input's directory) that exists there, or None."""
     path = FLAGS.init_checkpoint
     directory = path if os.path.isdir(path) else os.path.dirname(path)
-    candidate = os.path.join(directory, name)
-    return candidate if os.path.isfile(candidate) else None
+    for name in names:
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
 
 
 def main(_):
@@ -38,21 +60,16 @@ def main(_):
         model_flags.check_init_checkpoint(config)
     else:
         source = open_checkpoint(FLAGS.init_checkpoint)
-        config_file = _beside_input("bert_config.json") or _beside_input("config.json")
+        config_file = _beside_input("bert_config.json", "config.json")
         if source.config is not None:
             config = BertConfig.from_dict(source.config, source=FLAGS.init_checkpoint)
         elif config_file:
             config = BertConfig.from_json_file(config_file)
         else:
             raise ValueError(f"{FLAGS.init_checkpoint}: no config found beside it; pass --bert_config_file")
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
-    names = convert_checkpoint(FLAGS.init_checkpoint, os.path.join(FLAGS.output_dir, "bert_model.ckpt"), config)
-    run_directory.write_config(FLAGS.output_dir, config)
-    vocab = FLAGS.vocab_file or _beside_input("vocab.txt")
-    if vocab:
-        with open(vocab, "rb") as f:
-            atomic_io.write_file(os.path.join(FLAGS.output_dir, "vocab.txt"), f.read())
-    logging.info("Converted %d tensors into %s", len(names), FLAGS.output_dir)
+    vocab = FLAGS.vocab_file or _beside_input("vocab.txt", keras_hub.VOCABULARY_FILE)
+    convert(FLAGS.init_checkpoint, FLAGS.output_dir, FLAGS.output_format, config, FLAGS.model_type, vocab,
+            FLAGS.do_lower_case)
 
 
 def console():

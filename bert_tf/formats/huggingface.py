@@ -1,0 +1,219 @@
+"""HuggingFace BERT directories: tensor names both ways, reading `model.safetensors`, writing a directory that
+`transformers` loads with `from_pretrained` (config.json, model.safetensors, the tokenizer's files).
+
+    source = read_huggingface(["dir/model.safetensors"], "dir")
+    write_huggingface(weights, config, "classifier", "out/", vocab_file, labels=["neg", "pos"])
+
+Names: `encoder.layer.3.attention.self.query.weight` (a `BertModel`'s; the task classes prefix `bert.`) is
+`bert/encoder/layer_3/attention/self/query/kernel`; PyTorch Linear weights are [out, in], Google kernels
+[in, out]. Nothing is ever pickled or unpickled.
+"""
+
+import json
+import os
+import re
+
+import numpy as np
+
+from bert_tf import atomic_io
+from bert_tf.formats import model_types
+from bert_tf.formats.source import CheckpointSource
+
+HUGGINGFACE = "huggingface"
+# Names that are not a path rewrite of the canonical name (the pretraining and task heads).
+_NAMED = {
+    "cls.predictions.bias": "cls/predictions/output_bias",
+    "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
+    "cls.seq_relationship.bias": "cls/seq_relationship/output_bias",
+    "classifier.weight": model_types.OUTPUT_WEIGHTS,
+    "classifier.bias": model_types.OUTPUT_BIAS,
+    "qa_outputs.weight": model_types.SQUAD_SCOPE + "output_weights",
+    "qa_outputs.bias": model_types.SQUAD_SCOPE + "output_bias",
+}
+_CANONICAL_TO_NAMED = {canonical: name for name, canonical in _NAMED.items()}
+_IGNORED = {
+    "embeddings.position_ids": "buffer (position ids), not a weight",
+    "cls.predictions.decoder.weight": "tied to bert/embeddings/word_embeddings",
+    "cls.predictions.decoder.bias": "same tensor as cls.predictions.bias",
+}
+# The transformers class of each model type, whether it has the pooler, and its name prefix for the encoder.
+CLASSES = {
+    model_types.ENCODER: ("BertModel", True, ""),
+    model_types.PRETRAINER: ("BertForPreTraining", True, "bert."),
+    model_types.CLASSIFIER: ("BertForSequenceClassification", True, "bert."),
+    model_types.NER: ("BertForTokenClassification", False, "bert."),
+    model_types.SQUAD: ("BertForQuestionAnswering", False, "bert."),
+    model_types.MULTIPLE_CHOICE: ("BertForMultipleChoice", True, "bert."),
+}
+MASKED_LM_CLASS = ("BertForMaskedLM", False, "bert.")  # a pretrainer without the next-sentence head
+# transformers' names of the activations that BertConfig.hidden_act names differently.
+_HF_ACTIVATIONS = {"gelu_tanh": "gelu_new"}
+_SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
+                   "mask_token": "[MASK]"}
+
+
+def hf_to_canonical(name):
+    """Maps a HF BERT tensor name to (canonical name, transpose?) or (None, reason) when it is skipped.
+
+    `encoder.layer.3.attention.self.query.weight` -> (`bert/encoder/layer_3/attention/self/query/kernel`,
+    True): PyTorch Linear weights are [out, in], Google kernels [in, out]. The task heads map to the names
+    of bert_tf's heads (`classifier.weight` -> `output_weights`, `qa_outputs.*` -> `cls/squad/output_*`,
+    both [out, in] already); other names outside BERT keep their HF name.
+    """
+    stripped = name[len("bert."):] if name.startswith("bert.") else name
+    if stripped in _IGNORED:
+        return None, _IGNORED[stripped]
+    if stripped in _NAMED:
+        return _NAMED[stripped], False
+    parts = stripped.split(".")
+    if parts[0] not in ("embeddings", "encoder", "pooler", "cls"):
+        return name, False
+    scope = "cls" if parts[0] == "cls" else "bert"
+    path = "/".join(parts if scope == "cls" else [scope] + parts)
+    path = re.sub(r"/layer/(\d+)/", r"/layer_\1/", path)
+    leaf = parts[-1]
+    in_layer_norm = len(parts) > 1 and parts[-2] == "LayerNorm"
+    if in_layer_norm:
+        path = path[: -len(leaf)] + {"weight": "gamma", "bias": "beta", "gamma": "gamma", "beta": "beta"}[leaf]
+        return path, False
+    if parts[0] == "embeddings" and leaf == "weight":
+        return path[: -len("/weight")], False
+    if leaf == "weight":
+        return path[: -len("weight")] + "kernel", True
+    return path, False
+
+
+def canonical_to_hf(name, prefix="bert."):
+    """The HF tensor name of canonical `name` and whether its array is transposed: the inverse of
+    `hf_to_canonical`. `prefix` goes before the encoder's names ("" for a `BertModel`)."""
+    if name in _CANONICAL_TO_NAMED:
+        return _CANONICAL_TO_NAMED[name], False
+    parts = name.split("/")
+    if parts[0] not in ("bert", "cls"):
+        raise ValueError(f"{name}: no HuggingFace BERT name for this variable")
+    path = ".".join(parts[1:] if parts[0] == "bert" else parts)
+    path = re.sub(r"\blayer_(\d+)\.", r"layer.\1.", path)
+    leaf, transpose = parts[-1], False
+    if len(parts) > 1 and parts[-2] == "LayerNorm":
+        path = path[: -len(leaf)] + {"gamma": "weight", "beta": "bias"}[leaf]
+    elif parts[1:2] == ["embeddings"] and len(parts) == 3:
+        path += ".weight"
+    elif leaf == "kernel":
+        path, transpose = path[: -len("kernel")] + "weight", True
+    return (prefix + path if parts[0] == "bert" else path), transpose
+
+
+def safetensors_files(path):
+    """The safetensors files of a HF directory or file path, or None if `path` is not one."""
+    if os.path.isfile(path) and path.endswith(".safetensors"):
+        return [path]
+    if os.path.isdir(path):
+        index = os.path.join(path, "model.safetensors.index.json")
+        if os.path.isfile(index):
+            with open(index, encoding="utf-8") as f:
+                shards = sorted(set(json.load(f)["weight_map"].values()))
+            return [os.path.join(path, s) for s in shards]
+        single = os.path.join(path, "model.safetensors")
+        if os.path.isfile(single):
+            return [single]
+    return None
+
+
+def _labels(config):
+    """The label names of a HF config's `id2label`, in id order, or None."""
+    id2label = (config or {}).get("id2label")
+    if not id2label:
+        return None
+    return [id2label[key] for key in sorted(id2label, key=int)]
+
+
+def model_type_of(config):
+    """The model type whose class a HF config's `architectures` names, or None."""
+    architectures = (config or {}).get("architectures") or []
+    classes = {hf_class: model_type for model_type, (hf_class, _, _) in CLASSES.items()}
+    classes[MASKED_LM_CLASS[0]] = model_types.PRETRAINER
+    return next((classes[name] for name in architectures if name in classes), None)
+
+
+def read_huggingface(files, path):
+    """A CheckpointSource of the safetensors `files` of the HF model at `path` (its directory or file), with
+    the config.json beside them (and the labels of its id2label) when there is one."""
+    from safetensors import safe_open  # imported here: only HF imports need it
+
+    shapes, locations, ignored = {}, {}, {}
+    for file in files:
+        try:
+            handle = safe_open(file, framework="np")
+            keys = list(handle.keys())
+        except Exception as e:  # safetensors raises its own error types for corrupt headers
+            raise ValueError(f"{file}: not a valid safetensors file ({e})") from None
+        for key in keys:
+            canonical, transpose = hf_to_canonical(key)
+            if canonical is None:
+                ignored[key] = transpose
+                continue
+            shape = tuple(handle.get_slice(key).get_shape())
+            shapes[canonical] = shape[::-1] if transpose else shape
+            locations[canonical] = (handle, key, transpose)
+
+    def read(name):
+        handle, key, transpose = locations[name]
+        value = handle.get_tensor(key)
+        return np.ascontiguousarray(value.T) if transpose else value
+
+    config = None
+    config_file = os.path.join(path if os.path.isdir(path) else os.path.dirname(path), "config.json")
+    if os.path.isfile(config_file):
+        with open(config_file, encoding="utf-8") as f:
+            config = json.load(f)
+    return CheckpointSource(path, HUGGINGFACE, shapes, read, ignored, config, _labels(config))
+
+
+def _hf_config(config, hf_class, labels, num_outputs):
+    """The config.json of a transformers BERT model: the BertConfig's fields (HF's names), the class, and the
+    labels of a classification head."""
+    values = config.to_dict()
+    values["hidden_act"] = _HF_ACTIVATIONS.get(values["hidden_act"], values["hidden_act"])
+    values.update(architectures=[hf_class], model_type="bert", pad_token_id=0, position_embedding_type="absolute",
+                  dtype="float32")
+    if hf_class in ("BertForSequenceClassification", "BertForTokenClassification"):
+        names = labels or [f"LABEL_{i}" for i in range(num_outputs)]
+        values.update(num_labels=num_outputs, id2label={str(i): name for i, name in enumerate(names)},
+                      label2id={name: i for i, name in enumerate(names)})
+        if hf_class == "BertForSequenceClassification" and num_outputs == 1 and not labels:
+            values["problem_type"] = "regression"
+    return values
+
+
+def write_huggingface(weights, config, model_type, directory, vocab_file, labels=None, do_lower_case=True):
+    """Writes the HF directory of a `model_type` model into the existing empty folder `directory`.
+
+    weights: {canonical name: array} (Google layouts). config: the BertConfig. vocab_file: its vocab.txt.
+    labels: label names in id order for a classifier / NER head (one per output), or None. Files: config.json, model.safetensors (float32, HF names and [out, in] layouts), vocab.txt,
+    tokenizer_config.json, special_tokens_map.json. Returns the transformers class name.
+    """
+    from safetensors.numpy import save  # imported here: only HF exports need it
+
+    hf_class, pooler, prefix = CLASSES[model_type]
+    if model_type == model_types.PRETRAINER and model_types.NEXT_SENTENCE_SCOPE + "output_weights" not in weights:
+        hf_class, pooler, prefix = MASKED_LM_CLASS
+    names = model_types.model_names(model_type, weights, pooler)
+    num_outputs = int(np.shape(weights[model_types.OUTPUT_WEIGHTS])[0]) if model_types.OUTPUT_WEIGHTS in names else None
+    tensors = {}
+    for name in names:
+        hf_name, transpose = canonical_to_hf(name, prefix)
+        value = np.asarray(weights[name], np.float32)
+        tensors[hf_name] = np.ascontiguousarray(value.T if transpose else value)
+    values = _hf_config(config, hf_class, labels, num_outputs)
+    tokenizer = {"tokenizer_class": "BertTokenizer", "do_lower_case": do_lower_case, "strip_accents": None,
+                 "tokenize_chinese_chars": True, "model_max_length": config.max_position_embeddings,
+                 **_SPECIAL_TOKENS}
+    with open(vocab_file, "rb") as f:
+        vocab = f.read()
+    for name, content in (("model.safetensors", save(tensors, metadata={"format": "pt"})),
+                          ("config.json", json.dumps(values, indent=2, sort_keys=True) + "\n"),
+                          ("vocab.txt", vocab),
+                          ("tokenizer_config.json", json.dumps(tokenizer, indent=2, sort_keys=True) + "\n"),
+                          ("special_tokens_map.json", json.dumps(_SPECIAL_TOKENS, indent=2, sort_keys=True) + "\n")):
+        atomic_io.write_file(os.path.join(directory, name), content)
+    return hf_class

@@ -1,0 +1,18 @@
+"""CheckpointSource: what every checkpoint reader returns, whatever the format."""
+
+
+class CheckpointSource:
+    """Tensors of one checkpoint under canonical names.
+
+    Attributes: `path`, `format` (google | huggingface | keras_hub | native), `shapes` {canonical name: shape},
+    `ignored` {original name: reason} for tensors that are deliberately not weights, `config` (a dict of
+    Google bert_config.json fields, or None), `labels` (label names in id order, or None).
+    `read(name)` returns the NumPy array of a canonical name in Google's layout.
+    """
+
+    def __init__(self, path, fmt, shapes, reader, ignored, config=None, labels=None):
+        self.path, self.format, self.shapes, self._reader = path, fmt, shapes, reader
+        self.ignored, self.config, self.labels = ignored, config, labels
+
+    def read(self, name):
+        return self._reader(name)
