@@ -189,7 +189,8 @@ def write_huggingface(weights, config, model_type, directory, vocab_file, labels
     """Writes the HF directory of a `model_type` model into the existing empty folder `directory`.
 
     weights: {canonical name: array} (Google layouts). config: the BertConfig. vocab_file: its vocab.txt.
-    labels: label names in id order for a classifier / NER head (one per output), or None. Files: config.json, model.safetensors (float32, HF names and [out, in] layouts), vocab.txt,
+    labels: label names in id order for a classifier / NER head (one per output), or None.
+    Files: config.json, model.safetensors (float32, HF names and [out, in] layouts), vocab.txt,
     tokenizer_config.json, special_tokens_map.json. Returns the transformers class name.
     """
     from safetensors.numpy import save  # imported here: only HF exports need it

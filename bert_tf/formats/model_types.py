@@ -53,6 +53,7 @@ def model_names(model_type, names, pooler=True, path="the checkpoint"):
     kept = sorted(n for n in names if (n.startswith(ENCODER_SCOPE) and (pooler or not n.startswith(POOLER_SCOPE)))
                   or n.startswith(scopes))
     if scopes and not any(n.startswith(scopes[0]) for n in kept):
+        heads = sorted({n.split("/")[0] for n in names if not n.startswith(ENCODER_SCOPE)})
         raise ValueError(f"{path} has no {scopes[0]}* variables: not a {model_type} model (its heads: "
-                         f"{', '.join(sorted({n.split('/')[0] for n in names if not n.startswith(ENCODER_SCOPE)})) or 'none'})")
+                         f"{', '.join(heads) or 'none'})")
     return kept

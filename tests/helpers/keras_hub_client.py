@@ -6,8 +6,9 @@ makes presets with KerasHub itself, for tests/test_interop.py.
         `sequence_output` [B, T, H] and `pooled_output` [B, H] of `BertBackbone.from_preset(PRESET_DIR)`,
         and `logits` [B, C] of `BertTextClassifier.from_preset(PRESET_DIR)` when the preset has task.json.
     python keras_hub_client.py make HF_DIR PRESET_DIR [NUM_CLASSES]
-        `BertBackbone.from_preset(HF_DIR)` (KerasHub's own HuggingFace converter) saved with
-        `save_to_preset`; with NUM_CLASSES, a `BertTextClassifier` on it (random head, seed 0) instead.
+        `BertBackbone.from_preset(HF_DIR)` and `BertTokenizer.from_preset(HF_DIR)` (KerasHub's own
+        HuggingFace converters) saved with `save_to_preset`; with NUM_CLASSES, a `BertTextClassifier` on them
+        (random head, seed 0) instead.
 
 Only keras_hub, keras, numpy and the standard library are imported.
 """
@@ -35,10 +36,11 @@ def outputs(preset, inputs_file, output_file):
 def make(hf_dir, preset, num_classes=None):
     keras.utils.set_random_seed(0)
     backbone = keras_hub.models.BertBackbone.from_preset(hf_dir)
+    tokenizer = keras_hub.models.BertTokenizer.from_preset(hf_dir)
     if num_classes is None:
         backbone.save_to_preset(preset)
+        tokenizer.save_to_preset(preset)
         return
-    tokenizer = keras_hub.models.BertTokenizer.from_preset(hf_dir)
     preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=128)
     keras_hub.models.BertTextClassifier(backbone=backbone, num_classes=int(num_classes),
                                         preprocessor=preprocessor).save_to_preset(preset)
