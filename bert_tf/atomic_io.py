@@ -160,6 +160,7 @@ def new_directory(path):
     """A temporary sibling folder to fill, renamed to `path` (everything fsync'ed) when the block ends without
     an error and removed when it raises. OSError before anything is written when `path` exists and is not an
     empty folder (an empty one is replaced); a failed write raises an OSError naming `path`."""
+    path = os.path.normpath(path)  # "out/" names the folder out, whose sibling the temporary one is
     parent = os.path.dirname(os.path.abspath(path))
     if os.path.exists(path) and not (os.path.isdir(path) and not os.listdir(path)):
         raise OSError(f"{path} exists and is not empty; remove it or write elsewhere")

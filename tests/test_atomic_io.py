@@ -134,6 +134,30 @@ def test_remove_leftovers_removes_temporaries_of_ended_processes_only(tmp_path):
 
 
 @pytest.mark.subprocess
+def test_new_directory_appears_complete_or_not_at_all(tmp_path):
+    with atomic_io.new_directory(str(tmp_path / "out") + "/") as directory:  # a trailing slash names the same folder
+        assert os.path.dirname(directory) == str(tmp_path) and not (tmp_path / "out").exists()
+        atomic_io.write_file(os.path.join(directory, "a.txt"), "a")
+    assert os.listdir(tmp_path / "out") == ["a.txt"]
+    with pytest.raises(OSError, match="out exists and is not empty"):
+        with atomic_io.new_directory(str(tmp_path / "out")):
+            pass
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="half-way"):
+        with atomic_io.new_directory(str(tmp_path / "empty")) as directory:
+            atomic_io.write_file(os.path.join(directory, "b.txt"), "b")
+            raise ValueError("half-way")
+    assert sorted(os.listdir(tmp_path)) == ["empty", "out"] and os.listdir(tmp_path / "empty") == []
+
+
+def test_new_directory_on_a_full_disk_leaves_nothing(small_disk):
+    _fill(small_disk)
+    with pytest.raises(OSError, match=f"{small_disk / 'model'}: .*{NO_SPACE}"):
+        with atomic_io.new_directory(str(small_disk / "model")) as directory:
+            atomic_io.write_file(os.path.join(directory, "weights"), b"x" * 100_000)
+    assert os.listdir(small_disk) == ["filler"]
+
+
 def test_config_file_on_a_full_disk(small_disk):
     path = small_disk / "bert_config.json"
     BertConfig(vocab_size=99).to_json_file(path)

@@ -293,7 +293,9 @@ def test_readme_command_lines_run(readme_world):
         assert result.returncode == 0, f"README block {block_id}:\n{runnable(code)}\n{result.stderr[-3000:]}"
     written = ["converted/bert_model.ckpt.index", "corpus.txt", "vocab.txt", "train.tfrecord",
                "pretraining_output/eval_results.txt", "tmp/mrpc_output/eval_results.txt",
-               "tmp/squad_base/predictions.json", "models/bert/1/saved_model.pb", "models/mrpc/1/saved_model.pb"]
+               "tmp/squad_base/predictions.json", "models/bert/1/saved_model.pb", "models/mrpc/1/saved_model.pb",
+               "tmp/mrpc_hf/model.safetensors", "tmp/mrpc_keras_hub/task.weights.h5",
+               "tmp/mrpc_from_keras_hub/labels.txt", "models/minilm_from_keras_hub/1/saved_model.pb"]
     assert [name for name in written if not (world / name).exists()] == []
 
 

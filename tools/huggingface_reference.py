@@ -49,7 +49,8 @@ The model runs under torch.no_grad; the report (written atomically and printed) 
      "outputs": {name: {"shape": [...], "max_abs_diff": float}}, "tokenizer_ids_equal": true/false/null
      (null: no texts), "transformers": version, "torch": version}
 
-and the exit status is 1 if an output's max |difference| exceeds `--tolerance` or the ids differ.
+and the exit status is 1 if an output's max |difference| exceeds `--tolerance` or the ids differ. Per-token
+outputs are compared at the real positions only (attention_mask 1: `real_positions`).
 """
 
 import argparse
@@ -131,6 +132,18 @@ def loaded(what, function, *args, **kwargs):
         sys.exit(f"error: cannot load {what}: {type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}")
 
 
+def real_positions(values, attention_mask):
+    """The entries of per-token `values` ([B, T, ...], or [L, B, T, ...] stacked per layer) at the positions
+    where `attention_mask` [B, T] is 1; other outputs as they are. Padding positions are left out: their
+    values depend on how each implementation masks (a large negative or -inf) and no caller reads them."""
+    mask = attention_mask.astype(bool)
+    if values.shape[:mask.ndim] == mask.shape:
+        return values[mask]
+    if values.shape[1:1 + mask.ndim] == mask.shape:
+        return values[:, mask]
+    return values
+
+
 def check(args):
     """Loads args.model_dir as args.class_name, runs it on the reference inputs and compares the outputs; writes
     and prints the report. SystemExit with one line when something does not load cleanly or differs."""
@@ -172,7 +185,8 @@ def check(args):
         got = (torch.stack(got) if isinstance(got, tuple) else got).numpy()
         if got.shape != want.shape:
             sys.exit(f"error: output {name} has shape {list(got.shape)}, the reference {list(want.shape)}")
-        diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)))) if got.size else 0.0
+        gap = real_positions(np.abs(got.astype(np.float64) - want.astype(np.float64)), reference["attention_mask"])
+        diff = float(np.max(gap)) if gap.size else 0.0
         report_outputs[name] = {"shape": list(got.shape), "max_abs_diff": diff}
         if not diff <= args.tolerance:  # NaN fails too
             failures.append(f"{name} max |diff| {diff:.3g} > {args.tolerance:g}")
