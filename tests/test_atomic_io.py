@@ -133,7 +133,6 @@ def test_remove_leftovers_removes_temporaries_of_ended_processes_only(tmp_path):
     assert sorted(os.listdir(tmp_path)) == sorted(kept)
 
 
-@pytest.mark.subprocess
 def test_new_directory_appears_complete_or_not_at_all(tmp_path):
     with atomic_io.new_directory(str(tmp_path / "out") + "/") as directory:  # a trailing slash names the same folder
         assert os.path.dirname(directory) == str(tmp_path) and not (tmp_path / "out").exists()
@@ -150,6 +149,7 @@ def test_new_directory_appears_complete_or_not_at_all(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["empty", "out"] and os.listdir(tmp_path / "empty") == []
 
 
+@pytest.mark.subprocess
 def test_new_directory_on_a_full_disk_leaves_nothing(small_disk):
     _fill(small_disk)
     with pytest.raises(OSError, match=f"{small_disk / 'model'}: .*{NO_SPACE}"):
@@ -158,6 +158,7 @@ def test_new_directory_on_a_full_disk_leaves_nothing(small_disk):
     assert os.listdir(small_disk) == ["filler"]
 
 
+@pytest.mark.subprocess
 def test_config_file_on_a_full_disk(small_disk):
     path = small_disk / "bert_config.json"
     BertConfig(vocab_size=99).to_json_file(path)

@@ -134,6 +134,7 @@ def test_hf_names_are_inverse_of_canonical_names(tiny_config):
         "bert.encoder.layer.11.attention.self.query.weight", True)
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("kind, hf_class, model_type", [
     ("encoder", "BertModel", None), ("pretrainer", "BertForPreTraining", None), ("mlm", "BertForMaskedLM", None),
     ("classifier", "BertForSequenceClassification", "classifier"), ("ner", "BertForTokenClassification", "ner"),
@@ -168,6 +169,7 @@ def test_huggingface_directories_have_transformers_names_and_shapes(finetuned, m
 
 # ------------------------------------------------------------------------------------------- round trips
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, output_format", [
     ("encoder", "huggingface"), ("pretrainer", "huggingface"), ("mlm", "huggingface"), ("classifier", "huggingface"),
     ("ner", "huggingface"), ("squad", "huggingface"), ("multiple_choice", "huggingface"),
@@ -189,6 +191,7 @@ def test_round_trips_are_bit_identical(finetuned, minilm, tmp_path, kind, output
         assert run_directory.read_labels(back) == (SENTIMENT if kind == "classifier" else TAGS)
 
 
+@pytest.mark.slow
 def test_huggingface_directory_round_trip_keeps_names_shapes_and_values(minilm_dir, minilm, tmp_path):
     config, vocab, _ = minilm
     convert(minilm_dir, str(tmp_path / "bert_tf"), "bert_tf", config, vocab_file=vocab)
@@ -205,6 +208,8 @@ def test_huggingface_directory_round_trip_keeps_names_shapes_and_values(minilm_d
 
 # ---------------------------------------------------------------------------------------------- KerasHub
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_keras_hub_presets_load_in_keras_hub_and_back(finetuned, minilm, tmp_path):
     config, vocab, encoder = minilm
     preset = str(tmp_path / "preset")
@@ -236,6 +241,8 @@ def test_keras_hub_presets_load_in_keras_hub_and_back(finetuned, minilm, tmp_pat
     assert np.abs(np.asarray(classifier(features)) - theirs["logits"]).max() < GELU_POOLED_TOLERANCE
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_keras_hub_made_preset_fine_tunes_and_exports(minilm_dir, tmp_path):
     preset = tmp_path / "preset"
     run_keras_hub("make", minilm_dir, preset)
@@ -271,6 +278,8 @@ def test_a_keras_hub_made_preset_fine_tunes_and_exports(minilm_dir, tmp_path):
 
 # ---------------------------------------------------------------------------------------------- bad input
 
+@pytest.mark.slow
+@pytest.mark.subprocess
 def test_bad_input_is_one_clear_error_and_writes_nothing(finetuned, minilm, tmp_path):
     config, vocab, _ = minilm
     preset = tmp_path / "preset"
