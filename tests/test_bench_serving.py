@@ -48,8 +48,9 @@ def test_random_model_gives_hf_the_same_weights(tmp_path, minilm_dir):
     assert weights == set(hf.shapes)
     for name in weights:
         np.testing.assert_array_equal(ours.read(name), hf.read(name))
-    assert len(bench_serving.hf_names(2)) == len(weights)
-    assert sorted(os.listdir(model["hf_dir"])) == ["config.json", "model.safetensors", "vocab.txt"]
+    assert len(weights) == 5 + 2 + 2 * 16  # embeddings, pooler, 2 layers of 16 tensors
+    assert sorted(os.listdir(model["hf_dir"])) == ["config.json", "model.safetensors", "special_tokens_map.json",
+                                                   "tokenizer_config.json", "vocab.txt"]
 
 
 def test_texts_have_exactly_the_sequence_length(tokenizer):
