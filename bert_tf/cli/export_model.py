@@ -28,7 +28,9 @@ config stands in for --bert_config_file):
 classifier (run_classifier.py): logits, probabilities, label_id, label, and a `classify` signature for TF
 Serving's Classify API (a regression model: score, and `regress`); ner (run_ner.py): logits, tag_ids,
 tags; squad (run_squad.py): start/end logits and the best answer span, with `serve_text(question,
-context)` and `serve_examples` over `question` / `context` features (see bert_tf/export/task_adapters.py).
+context)` and `serve_examples` over `question` / `context` features (see bert_tf/export/task_adapters.py);
+embedder (sentence embeddings, e.g. of a sentence-transformers directory, whose pooling and normalization it
+reads; else --pooling, --normalize): embeddings [B, H].
 
 Every model variable must come from `--init_checkpoint` (Google, bert_tf or HuggingFace): an export never
 serves randomly initialised weights.
@@ -43,7 +45,7 @@ from bert_tf.export import model_types, serving
 from bert_tf.tokenization import load_vocab
 
 FLAGS = flags.FLAGS
-model_flags.define("bert_config_file", "vocab_file", "do_lower_case", "init_checkpoint")
+model_flags.define("bert_config_file", "vocab_file", "do_lower_case", "init_checkpoint", "pooling", "normalize")
 flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --helpfull
 flags.DEFINE_enum("model_type", "encoder", model_types.MODEL_TYPES,
                   "What to export: the encoder (pooled/sequence outputs), a fine-tuned task model, or the "
@@ -92,9 +94,15 @@ def main(_):
     if label_list is None and FLAGS.model_type in model_types.TASK_OPTIONS["label_list"]:
         label_list = model_types.saved_labels(FLAGS.init_checkpoint)
     quantize = None if FLAGS.quantize == "none" else FLAGS.quantize
+    embedder_options = None
+    if FLAGS.model_type == "embedder":
+        from bert_tf.formats.sentence_transformers import embedder_options as resolve
+
+        embedder_options = resolve(FLAGS.init_checkpoint, FLAGS.pooling, FLAGS.normalize)
     model, adapter = model_types.build_model(
         FLAGS.model_type, config, FLAGS.init_checkpoint, label_list, FLAGS.max_answer_length, FLAGS.export_dtype,
-        quantize if FLAGS.export_format == "serving" else None)  # LiteRT quantizes in its converter
+        quantize if FLAGS.export_format == "serving" else None,  # LiteRT quantizes in its converter
+        embedder_options)
     if FLAGS.export_format == "hub":
         paths = serving.export_hub(model, FLAGS.vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length,
                                    FLAGS.export_dir)
@@ -114,8 +122,9 @@ def main(_):
 def check_format_options():
     """ValueError naming the flag when an option does not apply to --export_format / --model_type."""
     fmt = FLAGS.export_format
-    if fmt == "hub" and FLAGS.model_type != "encoder":
-        raise ValueError(f"--export_format=hub exports the encoder only, not --model_type={FLAGS.model_type}")
+    if fmt == "hub" and FLAGS.model_type not in ("encoder", "embedder"):
+        raise ValueError(f"--export_format=hub exports the encoder or the embedder, not "
+                         f"--model_type={FLAGS.model_type}")
     if fmt == "hub" and (FLAGS.export_dtype != "float32" or FLAGS.quantize != "none"):
         raise ValueError("--export_format=hub is for fine-tuning (float32 trainable variables): --export_dtype "
                          "and --quantize are for --export_format=serving or tflite")

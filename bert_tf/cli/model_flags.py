@@ -37,8 +37,20 @@ _DEFINITIONS = {
         "model.safetensors. Weights it lacks (a new task head) start from scratch and are reported."),
     "do_lower_case": lambda: flags.DEFINE_bool(
         "do_lower_case", True, "Lower-case and strip accents: True for uncased models, False for cased ones."),
+    "pooling": lambda: flags.DEFINE_enum(
+        "pooling", None, _pooling_modes(), "How a sentence embedding pools the tokens. Default: the "
+        "sentence-transformers directory's (1_Pooling/config.json), else mean."),
+    "normalize": lambda: flags.DEFINE_bool(
+        "normalize", None, "L2-normalize sentence embeddings. Default: whether the sentence-transformers "
+        "directory has a Normalize module, else False."),
 }
 NAMES = tuple(_DEFINITIONS)
+
+
+def _pooling_modes():
+    from bert_tf.modeling.layers.sentence_pooling import POOLING_MODES  # Keras: only for the commands that embed
+
+    return POOLING_MODES
 
 
 def define(*names):

@@ -16,17 +16,20 @@ from bert_tf import run_directory
 from bert_tf.checkpoints import load_checkpoint, open_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.export import serving, task_adapters
+from bert_tf.formats import sentence_transformers
 from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.tasks.classifier import BertClassifier
+from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.modeling.tasks.span_labeler import HEAD_SCOPE as SQUAD_HEAD_SCOPE
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
-MODEL_TYPES = ("encoder", "classifier", "squad", "ner", "pretrainer")
+MODEL_TYPES = ("encoder", "classifier", "squad", "ner", "pretrainer", "embedder")
 # The options that only some model types read (export_model.py refuses them for the others).
-TASK_OPTIONS = {"label_list": ("classifier", "ner"), "max_answer_length": ("squad",)}
+TASK_OPTIONS = {"label_list": ("classifier", "ner"), "max_answer_length": ("squad",), "pooling": ("embedder",),
+                "normalize": ("embedder",)}
 # The dtypes the exported variables can be stored in (--export_dtype); LayerNorm stays float32 in both.
 EXPORT_DTYPES = ("float32", "bfloat16")
 QUANTIZATION_MODES = ("int8",)
@@ -75,7 +78,7 @@ def quantize_int8(model):
 
 
 def build_model(model_type, config, checkpoint, label_list=None, max_answer_length=30, dtype="float32",
-                quantize=None):
+                quantize=None, embedder_options=None):
     """The Keras model and its serving adapter for `model_type` (one of MODEL_TYPES), with every weight
     loaded from `checkpoint` (any --init_checkpoint format).
 
@@ -86,6 +89,8 @@ def build_model(model_type, config, checkpoint, label_list=None, max_answer_leng
       mixed precision in training).
     quantize: None, or "int8": every BertDense kernel stored as int8 with per-output-channel scales
       (`quantize_int8`), dequantized to `dtype` when called.
+    embedder_options: the embedder's {"pooling", "normalize"} (`formats.sentence_transformers.embedder_options`;
+      default `sentence_transformers.DEFAULTS`: mean, not normalized).
     ValueError when the checkpoint lacks a variable that the outputs read: an export never serves randomly
     initialised weights. Logs the time it took.
     """
@@ -97,7 +102,8 @@ def build_model(model_type, config, checkpoint, label_list=None, max_answer_leng
         raise ValueError(f"quantize {quantize!r}: expected None or one of {', '.join(QUANTIZATION_MODES)}")
     started = time.monotonic()
     with _dtype_policy(dtype):
-        model, adapter = _build(model_type, config, checkpoint, label_list, max_answer_length)
+        model, adapter = _build(model_type, config, checkpoint, label_list, max_answer_length,
+                                embedder_options or {})
     if quantize:
         logging.info("Quantized %d dense layers to int8 (weight-only, per-output-channel scales)",
                      quantize_int8(model))
@@ -106,7 +112,7 @@ def build_model(model_type, config, checkpoint, label_list=None, max_answer_leng
     return model, adapter
 
 
-def _build(model_type, config, checkpoint, label_list, max_answer_length):
+def _build(model_type, config, checkpoint, label_list, max_answer_length, embedder_options):
     """build_model under the caller's dtype policy: (model with its weights loaded, adapter)."""
     source = open_checkpoint(checkpoint)
     unused = ()  # variable name prefixes the checkpoint may lack: parts of the model that outputs never read
@@ -121,6 +127,10 @@ def _build(model_type, config, checkpoint, label_list, max_answer_length):
     elif model_type == "classifier":
         model = BertClassifier(config, head_size(source, model_type))
         adapter = _task_adapter("label_list", task_adapters.ClassifierAdapter, model, label_list)
+    elif model_type == "embedder":
+        options = {**sentence_transformers.DEFAULTS, **embedder_options}
+        model = BertSentenceEmbedder(config, options["pooling"], options["normalize"])
+        adapter, unused = task_adapters.EmbedderAdapter(model), _POOLER
     elif model_type == "ner":
         model = BertTokenClassifier(config, head_size(source, model_type))
         adapter = _task_adapter("label_list", task_adapters.TokenClassifierAdapter, model, label_list)

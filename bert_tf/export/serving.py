@@ -52,12 +52,14 @@ from bert_tf import atomic_io
 from bert_tf.feature_schema import (
     ENCODER_OUTPUTS,
     INPUT_IDS,
+    INPUT_MASK,
     INPUT_NAMES,
     MASKED_LM_POSITIONS,
     POOLED_OUTPUT,
     SEQUENCE_OUTPUT,
 )
 from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer
+from bert_tf.modeling.tasks.embedder import EMBEDDINGS, BertSentenceEmbedder
 
 TEXT_A, TEXT_B = "text_a", "text_b"
 EXAMPLES_INPUT = "inputs"
@@ -332,11 +334,14 @@ class HubEncoder(tf.__internal__.tracking.AutoTrackable):
     `obj(inputs, training=False)`: dict of int32 [B, T] `input_ids`, `input_mask`, `segment_ids` -> dict
     `pooled_output` float32 [B, H], `sequence_output` [B, T, H], `encoder_outputs` list of L [B, T, H];
     `training=True` applies dropout. Signature `serving_default` takes the three tensors and returns
-    `encoder_outputs` stacked as [B, L, T, H].
+    `encoder_outputs` stacked as [B, L, T, H]. Given a BertSentenceEmbedder (model type embedder), both also
+    return its `embeddings` float32 [B, H] (its pooling of sequence_output over input_mask).
     """
 
-    def __init__(self, encoder):
+    def __init__(self, model):
         super().__init__()
+        self.pooling = model.pooling if isinstance(model, BertSentenceEmbedder) else None
+        encoder = model.encoder if self.pooling else model
         _check_built(encoder)
         self.model = encoder
         self.variables = list(encoder.variables)
@@ -352,13 +357,21 @@ class HubEncoder(tf.__internal__.tracking.AutoTrackable):
         return {"serving_default": self.serve}
 
     def _encode(self, inputs, training=False):
-        encoded = self.model(_check_inputs(inputs, self.model.config), training=training)
-        return {name: tf.nest.map_structure(lambda x: tf.cast(x, tf.float32), encoded[name])
-                for name in (POOLED_OUTPUT, SEQUENCE_OUTPUT, ENCODER_OUTPUTS)}
+        inputs = _check_inputs(inputs, self.model.config)
+        encoded = self.model(inputs, training=training)
+        outputs = {name: tf.nest.map_structure(lambda x: tf.cast(x, tf.float32), encoded[name])
+                   for name in (POOLED_OUTPUT, SEQUENCE_OUTPUT, ENCODER_OUTPUTS)}
+        if self.pooling:
+            outputs[EMBEDDINGS] = self.pooling(outputs[SEQUENCE_OUTPUT], inputs[INPUT_MASK])
+        return outputs
 
     def _serve(self, input_ids, input_mask, segment_ids):
-        return EncoderAdapter(self.model).outputs(_check_inputs(
-            dict(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids), self.model.config))
+        inputs = _check_inputs(dict(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids),
+                               self.model.config)
+        outputs = EncoderAdapter(self.model).outputs(inputs)
+        if self.pooling:
+            outputs[EMBEDDINGS] = self.pooling(outputs[SEQUENCE_OUTPUT], inputs[INPUT_MASK])
+        return outputs
 
 
 # ---------------------------------------------------------------------------------------------- writing
@@ -428,12 +441,12 @@ def export_serving(adapter, vocab_file, do_lower_case, seq_length, export_dir, p
     return _save_atomically(root, os.path.join(export_dir, str(next_version(export_dir))), root.method_names())
 
 
-def export_hub(encoder, vocab_file, do_lower_case, seq_length, export_dir):
+def export_hub(model, vocab_file, do_lower_case, seq_length, export_dir):
     """Writes the TF-Hub-style pair to `export_dir/preprocessor` and `export_dir/encoder`; returns the two
-    paths. Arguments as for `export_serving`, with a `BertEncoder`; the preprocessor pads to seq_length (the
-    TF Hub convention), the encoder takes any T."""
+    paths. Arguments as for `export_serving`, with a `BertEncoder` or a `BertSentenceEmbedder` (its encoder
+    adds `embeddings`); the preprocessor pads to seq_length (the TF Hub convention), the encoder takes any T."""
     tokenizer = BertTokenizer(vocab_file, do_lower_case=do_lower_case)
-    encoder.config.check_vocab_size(len(tokenizer.vocab), vocab_file)
-    encoder.config.check_seq_length(seq_length)
-    roots = {"preprocessor": HubPreprocessor(tokenizer, seq_length), "encoder": HubEncoder(encoder)}
+    model.config.check_vocab_size(len(tokenizer.vocab), vocab_file)
+    model.config.check_seq_length(seq_length)
+    roots = {"preprocessor": HubPreprocessor(tokenizer, seq_length), "encoder": HubEncoder(model)}
     return tuple(_save_atomically(root, os.path.join(export_dir, name)) for name, root in roots.items())

@@ -10,6 +10,8 @@ request's sequence length (at most the exported seq_length).
       signature for TF Serving's Regress API.
   TokenClassifierAdapter(BertTokenClassifier, labels): `logits` float32 [B, T, L], `tag_ids` int32 [B, T]
       and `tags` tf.string [B, T], at every word piece.
+  EmbedderAdapter(BertSentenceEmbedder): `embeddings` float32 [B, H] (pooled as the embedder pools; normalized
+      when it normalizes).
   SpanLabelerAdapter(BertSpanLabeler, max_answer_length): `start_logits`, `end_logits` float32 [B, T] and
       the best answer span `answer_start`, `answer_end` int32 [B], `answer_score` float32 [B]; its raw-text
       signatures (`SpanServingModule`) take `question` + `context` and add the `answer` text.
@@ -22,6 +24,7 @@ import tensorflow as tf
 
 from bert_tf.export.serving import ServingAdapter, ServingModule, _float32, _text_specs
 from bert_tf.feature_schema import END_LOGITS, INPUT_IDS, INPUT_MASK, SEGMENT_IDS, START_LOGITS
+from bert_tf.modeling.tasks.embedder import EMBEDDINGS
 
 QUESTION, CONTEXT = "question", "context"
 
@@ -133,6 +136,13 @@ def best_span(start_logits, end_logits, segment_ids, input_mask, max_answer_leng
     end = tf.where(found, flat % length, 0)
     score = tf.gather(start_logits, start, batch_dims=1) + tf.gather(end_logits, end, batch_dims=1)
     return start, end, score
+
+
+class EmbedderAdapter(ServingAdapter):
+    """Serving outputs of a `BertSentenceEmbedder`: `embeddings` float32 [B, H] (see the module doc)."""
+
+    def outputs(self, inputs):
+        return {EMBEDDINGS: tf.cast(self.model(inputs, training=False), tf.float32)}
 
 
 class SpanLabelerAdapter(ServingAdapter):

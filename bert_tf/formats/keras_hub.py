@@ -21,9 +21,10 @@ from absl import logging
 
 from bert_tf import atomic_io
 from bert_tf.formats import model_types
-from bert_tf.formats.source import CheckpointSource
+from bert_tf.formats.source import CheckpointSource, read_json
 
 KERAS_HUB = "keras_hub"
+PRESET = "KerasHub preset"
 CONFIG_FILE, METADATA_FILE, WEIGHTS_FILE = "config.json", "metadata.json", "model.weights.h5"
 TASK_FILE, TASK_WEIGHTS_FILE, PREPROCESSOR_FILE = "task.json", "task.weights.h5", "preprocessor.json"
 TOKENIZER_FILE, VOCABULARY_FILE = "tokenizer.json", os.path.join("assets", "tokenizer", "vocabulary.txt")
@@ -132,16 +133,6 @@ def is_preset(path):
     return isinstance(values, dict) and str(values.get("registered_name", "")).startswith("keras_hub>")
 
 
-def _read_json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise ValueError(f"{path}: missing from the KerasHub preset") from None
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: not a valid JSON file ({e})") from None
-
-
 def _open_h5(path):
     import h5py  # Keras' own dependency; imported here: only KerasHub presets need it
 
@@ -157,7 +148,8 @@ def read_preset(path):
     """A CheckpointSource of the KerasHub BertBackbone preset folder `path` (and of its BertTextClassifier head,
     `output_weights` / `output_bias`, when the preset has task.json). ValueError naming the file when it is
     another architecture, a file is missing, or a weights file is damaged."""
-    config = google_config(_read_json(os.path.join(path, CONFIG_FILE)), os.path.join(path, CONFIG_FILE))
+    config_file = os.path.join(path, CONFIG_FILE)
+    config = google_config(read_json(config_file, PRESET), config_file)
     heads = config["num_attention_heads"]
     layout = _layout(config["num_hidden_layers"], heads)
     weights_file = os.path.join(path, WEIGHTS_FILE)
@@ -165,7 +157,7 @@ def read_preset(path):
     locations = {name: (backbone, weights_file, h5_path, split) for h5_path, (name, split) in layout.items()}
     task_file = os.path.join(path, TASK_FILE)
     if os.path.isfile(task_file):
-        task = _read_json(task_file)
+        task = read_json(task_file, PRESET)
         if task.get("registered_name") != CLASSIFIER:
             raise ValueError(f"{task_file}: a KerasHub {task.get('registered_name')} task; bert_tf reads the "
                              "BertBackbone and a BertTextClassifier's head (delete task.json to read the backbone)")

@@ -1,4 +1,6 @@
-"""CheckpointSource: what every checkpoint reader returns, whatever the format."""
+"""CheckpointSource: what every checkpoint reader returns, whatever the format; read_json, their JSON files."""
+
+import json
 
 
 class CheckpointSource:
@@ -16,3 +18,15 @@ class CheckpointSource:
 
     def read(self, name):
         return self._reader(name)
+
+
+def read_json(path, directory_kind):
+    """The JSON value in `path`, a file of a `directory_kind` directory (e.g. "KerasHub preset"); ValueError
+    naming the file when it is missing or not valid JSON."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: missing from the {directory_kind}") from None
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a valid JSON file ({e})") from None

@@ -1,0 +1,92 @@
+"""Sentence embeddings of a text file (one text per line), or semantic search over its lines.
+
+    python encode_sentences.py --init_checkpoint=$MINILM --input_file=sentences.txt --output_file=sentences.npy
+    python encode_sentences.py --init_checkpoint=$MINILM --input_file=sentences.txt \
+      --query="How is the economy doing?" --top_k=5
+
+`--init_checkpoint` takes any checkpoint (a sentence-transformers directory such as all-MiniLM-L6-v2 gives its
+pooling, normalization and max_seq_length; other checkpoints take --pooling, --normalize, --max_seq_length).
+The config and vocab.txt default to the ones in (or beside) the checkpoint. The output is `.npy` (float32
+[N, H], in input order) or `.jsonl` (`{"index": i, "embedding": [...]}` per line), written atomically.
+`--query` prints the --top_k lines most similar to the query (cosine): `rank<TAB>score<TAB>line<TAB>text`.
+"""
+
+import os
+
+from absl import flags, logging
+
+from bert_tf.cli import flag_checks, model_flags, scripting
+
+FLAGS = flags.FLAGS
+model_flags.define("init_checkpoint", "bert_config_file", "vocab_file", "do_lower_case", "pooling", "normalize")
+flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --helpfull
+flags.DEFINE_string("input_file", None, "UTF-8 text file, one text per line (no empty lines, no `a ||| b` pairs).")
+flags.DEFINE_string("output_file", None, "Where to write the embeddings: .npy (float32 [N, H]) or .jsonl. "
+                    "Optional with --query.")
+flags.DEFINE_integer("max_seq_length", None, "Tokens per text, [CLS]/[SEP] included; longer texts are "
+                     "truncated. Default: the sentence-transformers directory's max_seq_length, else 128.")
+flags.DEFINE_integer("batch_size", 32, "Texts per forward pass (sorted by length, each batch padded to its longest).")
+flags.DEFINE_string("query", None, "Print the --top_k lines of --input_file most similar to this text.")
+flags.DEFINE_integer("top_k", 5, "How many lines --query prints.")
+for _name in ("init_checkpoint", "input_file"):
+    flags.mark_flag_as_required(_name)
+
+
+def _vocab_file():
+    """--vocab_file, else the vocab.txt in or beside --init_checkpoint; ValueError when there is none."""
+    if FLAGS.vocab_file:
+        return FLAGS.vocab_file
+    path = FLAGS.init_checkpoint
+    candidate = os.path.join(path if os.path.isdir(path) else os.path.dirname(path), "vocab.txt")
+    if not os.path.isfile(candidate):
+        raise ValueError(f"--init_checkpoint={path}: no vocab.txt in or beside it; pass --vocab_file")
+    return candidate
+
+
+def main(_):
+    logging.set_verbosity(logging.INFO)
+    flag_checks.check_at_least(1, "batch_size")
+    flag_checks.check_at_least(1, "top_k")
+    flag_checks.check_input_file("input_file")
+    if FLAGS.output_file:
+        flag_checks.check_output_file("output_file")
+        if os.path.splitext(FLAGS.output_file)[1] not in (".npy", ".jsonl"):
+            raise ValueError(f"--output_file={FLAGS.output_file}: expected a .npy or .jsonl file")
+    elif FLAGS.query is None:
+        raise ValueError("--output_file is required (or --query to search the input's lines)")
+    from bert_tf import embedding  # TensorFlow: after the flag checks
+    from bert_tf.checkpoints import load_checkpoint
+    from bert_tf.export.model_types import read_config
+    from bert_tf.formats.sentence_transformers import embedder_options
+    from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
+    from bert_tf.tokenization import FullTokenizer
+
+    options = embedder_options(FLAGS.init_checkpoint, FLAGS.pooling, FLAGS.normalize, FLAGS.max_seq_length)
+    config = read_config(FLAGS.bert_config_file, FLAGS.init_checkpoint)
+    model_flags.check_init_checkpoint(config)
+    vocab_file = _vocab_file()
+    tokenizer = FullTokenizer(vocab_file, do_lower_case=FLAGS.do_lower_case)
+    config.check_vocab_size(len(tokenizer.vocab), vocab_file)
+    texts = embedding.read_texts(FLAGS.input_file)
+    embedder = BertSentenceEmbedder(config, options["pooling"], options["normalize"])
+    load_checkpoint(embedder, FLAGS.init_checkpoint)
+    logging.info("Embedding %d texts: %s pooling%s, max_seq_length %d", len(texts), options["pooling"],
+                 ", normalized" if options["normalize"] else "", options["max_seq_length"])
+    encoder = embedding.SentenceEncoder(embedder, tokenizer, options["max_seq_length"])
+    vectors = encoder.encode(texts, FLAGS.batch_size, description="embedding")
+    if FLAGS.output_file:
+        embedding.write_embeddings(FLAGS.output_file, vectors)
+        logging.info("Wrote %d embeddings of %d dimensions to %s", *vectors.shape, FLAGS.output_file)
+    if FLAGS.query is not None:
+        query = encoder.encode([FLAGS.query])[0]
+        for rank, (index, score) in enumerate(embedding.most_similar(query, vectors, FLAGS.top_k), 1):
+            print(f"{rank}\t{score:.4f}\t{index + 1}\t{texts[index]}")
+
+
+def console():
+    """The command (see the module docstring): absl parses the flags and runs main."""
+    scripting.run(main)
+
+
+if __name__ == "__main__":
+    console()

@@ -1,0 +1,108 @@
+"""Sentence embeddings of many texts (encode_sentences.py): length-sorted batches, each trimmed to its longest
+text, results in input order; written as .npy or JSON lines; and semantic search over them.
+
+    encoder = SentenceEncoder(embedder, FullTokenizer(vocab), max_seq_length=256)
+    vectors = encoder.encode(read_texts("sentences.txt"), batch_size=32)   # float32 [N, H]
+    write_embeddings("sentences.npy", vectors)
+    for index, score in most_similar(encoder.encode(["a query"])[0], vectors, k=5): ...
+"""
+
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from bert_tf import atomic_io
+from bert_tf.data.pretraining.corpus import read_lines
+from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
+from bert_tf.progress import Progress
+
+OUTPUT_SUFFIXES = (".npy", ".jsonl")
+
+
+def read_texts(path):
+    """The lines of `path` (UTF-8), one text each, stripped. ValueError naming `path:line` for invalid UTF-8,
+    an empty line or a `text_a ||| text_b` pair (an embedding is of one text), or an empty file."""
+    texts = []
+    for line_number, line in read_lines(path):
+        text = line.strip()
+        if not text:
+            raise ValueError(f"{path}:{line_number}: empty line; expected one text per line")
+        if " ||| " in text:
+            raise ValueError(f"{path}:{line_number}: `text_a ||| text_b` pair; a sentence embedding is of one text "
+                             "per line (embed each text on its own line)")
+        texts.append(text)
+    if not texts:
+        raise ValueError(f"{path}: empty file; expected one text per line")
+    return texts
+
+
+class SentenceEncoder:
+    """Embeds texts with a BertSentenceEmbedder: FullTokenizer word pieces, `[CLS] text [SEP]` truncated to
+    `max_seq_length` tokens (as sentence-transformers truncates), one traced function for every batch shape."""
+
+    def __init__(self, embedder, tokenizer, max_seq_length):
+        embedder.config.check_seq_length(max_seq_length)
+        self.embedder, self.tokenizer, self.max_seq_length = embedder, tokenizer, max_seq_length
+        spec = tf.TensorSpec([None, None], tf.int32)
+        self._forward = tf.function(self._embed, input_signature=[spec, spec])
+
+    def _embed(self, input_ids, input_mask):
+        """int32 [B, T] x 2 -> float32 [B, H]."""
+        inputs = {INPUT_IDS: input_ids, INPUT_MASK: input_mask, SEGMENT_IDS: tf.zeros_like(input_ids)}
+        return tf.cast(self.embedder(inputs, training=False), tf.float32)
+
+    def token_ids(self, text):
+        """The ids of `[CLS] text [SEP]`, the text's pieces truncated to max_seq_length - 2."""
+        pieces = self.tokenizer.tokenize(text)[: self.max_seq_length - 2]
+        return self.tokenizer.convert_tokens_to_ids(["[CLS]", *pieces, "[SEP]"])
+
+    def encode(self, texts, batch_size=32, description=None):
+        """float32 [N, H]: the embedding of each of `texts`, in their order. Batches of `batch_size` texts of
+        similar length (sorted by length), padded to the longest of the batch. `description`: show progress
+        with an ETA under that name."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size={batch_size} must be at least 1")
+        ids = [self.token_ids(text) for text in texts]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        result = None
+        progress = Progress(description, len(ids), "texts") if description else None
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            batch = np.zeros((len(rows), max(len(ids[i]) for i in rows)), np.int32)
+            for row, i in enumerate(rows):
+                batch[row, :len(ids[i])] = ids[i]
+            vectors = self._forward(batch, (batch > 0).astype(np.int32)).numpy()
+            if result is None:
+                result = np.zeros((len(ids), vectors.shape[-1]), np.float32)
+            result[rows] = vectors
+            if progress:
+                progress.advance(len(rows))
+        if progress:
+            progress.close()
+        return result
+
+
+def write_embeddings(path, embeddings):
+    """Writes float32 [N, H] `embeddings` atomically: `.npy` (np.save) or `.jsonl` (one
+    `{"index": i, "embedding": [...]}` per text, in input order). ValueError for another suffix."""
+    suffix = os.path.splitext(path)[1]
+    if suffix not in OUTPUT_SUFFIXES:
+        raise ValueError(f"{path}: expected a .npy or .jsonl output file")
+    if suffix == ".npy":
+        with atomic_io.atomic_write(path, "wb") as f:
+            np.save(f, np.asarray(embeddings, np.float32))
+    else:
+        with atomic_io.atomic_write(path) as f:
+            for index, vector in enumerate(embeddings):
+                f.write(json.dumps({"index": index, "embedding": [float(x) for x in vector]}) + "\n")
+
+
+def most_similar(query, embeddings, k):
+    """The `k` rows of `embeddings` [N, H] with the highest cosine similarity to `query` [H]: a list of
+    (row index, cosine), best first."""
+    norms = np.linalg.norm(embeddings, axis=-1) * max(np.linalg.norm(query), 1e-12)
+    scores = embeddings @ query / np.maximum(norms, 1e-12)
+    best = np.argsort(-scores, kind="stable")[:k]
+    return [(int(i), float(scores[i])) for i in best]
