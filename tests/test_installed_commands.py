@@ -38,6 +38,7 @@ COMMANDS = {  # bert_tf/cli/<module>.py: the flags its --help must list
                                                      "max_predictions_per_seq", "dynamic_masking"],
     "export_model": MODEL_FILES + ["model_type", "export_format", "export_dir", "max_seq_length", "label_list"],
     "extract_features": MODEL_FILES + ["input_file", "output_file", "layers", "max_seq_length", "batch_size"],
+    "run_embedder": FINETUNING + ["task", "scale", "pooling", "normalize"],
     "encode_sentences": ["init_checkpoint", "bert_config_file", "vocab_file", "do_lower_case", "input_file",
                          "output_file", "pooling", "normalize", "max_seq_length", "batch_size", "query", "top_k"],
     "create_pretraining_data": ["vocab_file", "do_lower_case", "input_file", "output_file", "max_seq_length",

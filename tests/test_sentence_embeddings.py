@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 from bert_tf import BertConfig, load_checkpoint
+from bert_tf.data.tasks.pairs import read_pairs
 from bert_tf.embedding import SentenceEncoder, most_similar, read_texts
+from bert_tf.evaluation.retrieval import retrieval_metrics
 from bert_tf.formats.sentence_transformers import embedder_options, read_settings
 from bert_tf.modeling.layers.sentence_pooling import POOLING_MODES, SentencePooling
 from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
@@ -242,3 +244,69 @@ def test_encode_sentences_bad_input_is_one_clear_line(minilm_dir, tmp_path):
     assert contradicted.returncode == 0, contradicted.stderr[-2000:]
     assert "--pooling=cls contradicts the sentence-transformers configuration" in contradicted.stderr
     assert "(pooling=mean); --pooling=cls wins" in contradicted.stderr and "cls pooling" in contradicted.stderr
+
+
+# -------------------------------------------------------------------------------------- training on pairs
+
+def test_retrieval_metrics_rank_every_candidate():
+    queries = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    candidates = np.array([[2.0, 0.1], [1.0, 0.0], [1.0, 1.1]])
+    # cosines: query 0 ranks its answer (0.9988) 2nd after candidate 1 (1.0); query 1 ranks its answer (0.0)
+    # 3rd, below k; query 2 ranks its answer (0.9989) 1st
+    results = retrieval_metrics(queries, candidates, k=2)
+    assert results == {"accuracy_at_1": pytest.approx(1 / 3), "mrr_at_2": pytest.approx((1 / 2 + 0 + 1) / 3)}
+
+
+def test_read_pairs_names_the_line(tmp_path):
+    path = tmp_path / "train.tsv"
+    path.write_text("a question\tits paragraph\nonly one text\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"train.tsv:2: expected two non-empty texts"):
+        read_pairs(str(path))
+    path = tmp_path / "train.jsonl"
+    path.write_text('{"anchor": "q", "positive": "p"}\n{"anchor": "q"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"train.jsonl:2: expected two non-empty texts"):
+        read_pairs(str(path))
+    with pytest.raises(ValueError, match=r"pairs.csv: expected a .tsv"):
+        read_pairs(str(tmp_path / "pairs.csv"))
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_run_embedder_trains_on_real_pairs_and_writes_its_settings(tmp_path):
+    from tests.helpers.finetuning_scripts import make_tiny_model_dir, run
+    from tools import make_pairs, pypi_data
+
+    make_pairs.main([f"--output_dir={tmp_path / 'pairs'}", "--num_train=48", "--num_dev=24"])
+    model_dir = make_tiny_model_dir(tmp_path, os.path.join(pypi_data.minilm_dir(), "vocab.txt"))
+    out = tmp_path / "out"
+    result = run("run_embedder.py", model_dir, task="pairs", data_dir=tmp_path / "pairs", output_dir=out,
+                 do_train=True, do_eval=True, train_batch_size=8, num_train_epochs=2, pooling="max")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "ranking_loss" in result.stderr and "eval_accuracy_at_1 = " in result.stderr
+    results = dict(line.split(" = ") for line in (out / "eval_results.txt").read_text().splitlines())
+    assert 0 < float(results["eval_mrr_at_10"]) <= 1 and results["global_step"] == "12"
+    assert read_settings(str(out)) == {"pooling": "max", "normalize": False, "max_seq_length": 32}
+    (tmp_path / "texts.txt").write_text("one\ntwo words\n")
+    encoded = run_script(f"--init_checkpoint={out}", f"--vocab_file={model_dir['vocab_file']}",
+                         f"--input_file={tmp_path / 'texts.txt'}", f"--output_file={tmp_path / 'e.npy'}")
+    assert encoded.returncode == 0 and "max pooling, max_seq_length 32" in encoded.stderr, encoded.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_hub_pair_of_an_embedder_returns_its_embeddings(tmp_path, minilm_dir):
+    import tensorflow as tf
+
+    from bert_tf.export.serving import export_hub
+    from tests.helpers.configs import script_config
+
+    keras.utils.set_random_seed(4)
+    embedder = BertSentenceEmbedder(script_config(), "mean_sqrt_len", True)  # the uncased vocab's size
+    embedder.build()
+    vocab = os.path.join(minilm_dir, "vocab.txt")
+    preprocessor_dir, encoder_dir = export_hub(embedder, vocab, True, 16, str(tmp_path / "hub"))
+    preprocessor, encoder = tf.saved_model.load(preprocessor_dir), tf.saved_model.load(encoder_dir)
+    inputs = preprocessor(tf.constant(["the", "a b c d"]))
+    expected = embedder({k: v.numpy() for k, v in inputs.items()})
+    np.testing.assert_allclose(encoder(inputs)["embeddings"], expected, atol=1e-6)
+    served = encoder.signatures["serving_default"](**inputs)
+    np.testing.assert_allclose(served["embeddings"], expected, atol=1e-6)

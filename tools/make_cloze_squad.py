@@ -46,7 +46,7 @@ def paragraphs(min_chars, max_chars):
     return result
 
 
-def _sentences(paragraph):
+def sentences(paragraph):
     """(start offset, sentence) of every sentence of a paragraph."""
     result, start = [], 0
     for part in _SENTENCE_END.split(paragraph):
@@ -64,9 +64,9 @@ def _is_content(word):
 def cloze(paragraph, rng):
     """(question, answer text, answer_start) for a random sentence of `paragraph` with 8+ words, or None
     when no sentence has a content word."""
-    sentences = [(start, s) for start, s in _sentences(paragraph) if len(s.split()) >= 8]
-    rng.shuffle(sentences)
-    for sentence_start, sentence in sentences:
+    long_sentences = [(start, s) for start, s in sentences(paragraph) if len(s.split()) >= 8]
+    rng.shuffle(long_sentences)
+    for sentence_start, sentence in long_sentences:
         words = list(_WORD.finditer(sentence))
         firsts = [i for i, w in enumerate(words) if _is_content(w.group())]
         if not firsts:

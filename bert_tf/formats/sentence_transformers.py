@@ -5,6 +5,7 @@
     settings = read_settings("all-MiniLM-L6-v2/")  # {"pooling": "mean", "normalize": True, "max_seq_length": 256}
 """
 
+import json
 import os
 
 from bert_tf.formats.source import read_json
@@ -63,3 +64,19 @@ def embedder_options(path, pooling=None, normalize=None, max_seq_length=None):
                             "wins", name, value, path, name, configured, name, value)
         options[name] = next(v for v in (value, configured, DEFAULTS[name]) if v is not None)
     return options
+
+
+def write_settings(directory, pooling, normalize, max_seq_length):
+    """Writes modules.json, 1_Pooling/config.json and sentence_bert_config.json into `directory` (a
+    fine-tuning output dir), so that `read_settings` (and sentence-transformers' own reader) gives them back."""
+    from bert_tf import atomic_io
+
+    modules = [{"idx": 0, "name": "0", "path": "", "type": _MODULE + "Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": _MODULE + "Pooling"}]
+    if normalize:
+        modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": _MODULE + "Normalize"})
+    os.makedirs(os.path.join(directory, "1_Pooling"), exist_ok=True)
+    files = {MODULES_FILE: modules, SETTINGS_FILE: {"max_seq_length": max_seq_length, "do_lower_case": False},
+             os.path.join("1_Pooling", "config.json"): {flag: mode == pooling for mode, flag in _POOLING_FLAGS.items()}}
+    for name, value in files.items():
+        atomic_io.write_file(os.path.join(directory, name), json.dumps(value, indent=2) + "\n")
