@@ -85,6 +85,7 @@ SUBSTITUTES = {
     "OUTPUT_FILE": lambda request: request.getfixturevalue("readme_features"),
     "EXPORT_DIR": lambda request: request.getfixturevalue("readme_hub_export"),
     "TFLITE_DIR": lambda request: request.getfixturevalue("readme_tflite_export"),
+    "MODEL_DIR": lambda request: request.getfixturevalue("minilm_dir"),
 }
 
 
@@ -217,6 +218,8 @@ TINY_FLAGS = {
     "run_squad.py": "--max_seq_length=96 --doc_stride=32 --max_query_length=40 --train_batch_size=4 "
                     "--num_train_epochs=1 --predict_batch_size=8",
     "export_model.py": "--max_seq_length=32",
+    "run_embedder.py": "--max_seq_length=32 --train_batch_size=8 --num_train_epochs=0.02",
+    "encode_sentences.py": "--batch_size=64",
 }
 
 
@@ -295,7 +298,8 @@ def test_readme_command_lines_run(readme_world):
                "pretraining_output/eval_results.txt", "tmp/mrpc_output/eval_results.txt",
                "tmp/squad_base/predictions.json", "models/bert/1/saved_model.pb", "models/mrpc/1/saved_model.pb",
                "tmp/mrpc_hf/model.safetensors", "tmp/mrpc_keras_hub/task.weights.h5",
-               "tmp/mrpc_from_keras_hub/labels.txt", "models/minilm_from_keras_hub/1/saved_model.pb"]
+               "tmp/mrpc_from_keras_hub/labels.txt", "models/minilm_from_keras_hub/1/saved_model.pb",
+               "tmp/sentences.npy", "tmp/pairs_output/eval_results.txt", "models/embedder/1/saved_model.pb"]
     assert [name for name in written if not (world / name).exists()] == []
 
 
