@@ -75,7 +75,6 @@ sentence-transformers float32 embeddings are the reference (no venv needed); not
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -256,22 +255,8 @@ def run_worker(spec):
 def run_process(spec, python, work_dir, timeout):
     """Runs run_worker(spec) in a fresh process of `python` (PYTHONPATH empty: the worker puts the repository
     root on sys.path itself); its JSON result, or {"error": the line of its stderr that says why}."""
-    path = os.path.join(work_dir, f"spec-{os.getpid()}-{time.monotonic_ns()}.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(spec, f)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH="", KERAS_BACKEND="tensorflow",
-               TOKENIZERS_PARALLELISM="true", HF_HUB_OFFLINE="1")
-    try:
-        result = subprocess.run([python, os.path.abspath(__file__), "--worker", path], cwd=work_dir,
-                                capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
-    finally:
-        os.remove(path)
-    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
-    if result.returncode or not lines:
-        return {"error": bench_serving.error_line(result.stderr)}
-    return json.loads(lines[-1][len("RESULT "):])
+    return bench_serving.run_process(spec, python, work_dir, timeout, script=__file__,
+                                     extra_env={"KERAS_BACKEND": "tensorflow", "HF_HUB_OFFLINE": "1"})
 
 
 def keras_hub_python():

@@ -402,15 +402,16 @@ def error_line(stderr):
     return lines[-1][:300] if lines else "no output"
 
 
-def run_process(spec, python, work_dir, timeout, with_root=False):
-    """Runs one worker in a fresh process of `python`; its JSON result, or {"error": ...}."""
+def run_process(spec, python, work_dir, timeout, with_root=False, script=__file__, extra_env=None):
+    """Runs one worker of `script` (`script --worker spec.json`; default this one) in a fresh process of
+    `python`, with `extra_env` added to the environment; its JSON result, or {"error": ...}."""
     path = os.path.join(work_dir, f"spec-{os.getpid()}-{time.monotonic_ns()}.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(spec, f)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT if with_root else "",
-               TOKENIZERS_PARALLELISM="true")
+               TOKENIZERS_PARALLELISM="true", **(extra_env or {}))
     try:
-        result = subprocess.run([python, os.path.abspath(__file__), "--worker", path], cwd=work_dir,
+        result = subprocess.run([python, os.path.abspath(script), "--worker", path], cwd=work_dir,
                                 capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout} s"}
