@@ -38,8 +38,10 @@ from bert_tf.modeling.layers.embeddings import BertEmbeddings
 from bert_tf.modeling.layers.layer_norm import BertLayerNorm
 from bert_tf.modeling.layers.output_head import OutputHead
 from bert_tf.modeling.layers.pretraining_heads import MaskedLMHead, NextSentenceHead
+from bert_tf.modeling.layers.sentence_pooling import SentencePooling
 from bert_tf.modeling.layers.transformer import BertResidualOutput, BertTransformerLayer
 from bert_tf.modeling.tasks.classifier import BertClassifier
+from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.modeling.tasks.objective import ObjectiveModel
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
@@ -153,6 +155,8 @@ CASES = [
                     floats(c.vocab_size, c.hidden_size, seed=2) * 0.02), F32),
     Case(NextSentenceHead, lambda c: NextSentenceHead(c.hidden_size, c.initializer_range),
          lambda c: (floats(B, c.hidden_size),), F32),
+    Case(SentencePooling, lambda c: SentencePooling("mean_sqrt_len", normalize=True),
+         lambda c: (hidden(c), input_mask()), F32),
     # in-graph tokenization (int outputs)
     Case(BertTokenizer, lambda c: BertTokenizer(tokenizer_data.uncased_vocab_file(), do_lower_case=False),
          lambda c: (text_lines(),), None),
@@ -174,6 +178,8 @@ CASES = [
          labelled(lambda inputs: {"label_ids": np.where(inputs["input_mask"] == 1, np.arange(T) % 5, -100)})),
     Case(BertMultipleChoice, BertMultipleChoice, lambda c: (encoder_inputs(c, (B, CHOICES, T)),), F32,
          lambda c: labelled(lambda inputs: {"label_ids": np.array([1, 2], np.int32)})(c, (B, CHOICES, T))),
+    Case(BertSentenceEmbedder, BertSentenceEmbedder, lambda c: (encoder_inputs(c),), F32,
+         lambda c: encoder_inputs(c, (B, 2, T))),  # (anchor, positive) pairs: in-batch negatives, no labels
     Case(BertSpanLabeler, BertSpanLabeler, lambda c: (encoder_inputs(c),), {"start_logits": F32, "end_logits": F32},
          labelled(lambda inputs: {"start_positions": np.array([1, 2], np.int32),
                                   "end_positions": np.array([3, 2], np.int32)})),
@@ -315,7 +321,7 @@ def test_every_trainable_weight_gets_a_finite_gradient(case, tiny_config):
         loss = sum(tf.reduce_sum(tf.cast(value, tf.float32) ** 2)
                    for value in tf.nest.flatten(call(layer, args, training=True)))
     gradients = tape.gradient(loss, layer.trainable_weights)
-    assert layer.trainable_weights or isinstance(layer, BertDropout)
+    assert layer.trainable_weights or isinstance(layer, (BertDropout, SentencePooling))  # the weightless ones
     for weight, gradient in zip(layer.trainable_weights, gradients):
         assert gradient is not None, weight.path
         assert np.isfinite(tf.convert_to_tensor(gradient).numpy()).all(), weight.path

@@ -28,7 +28,8 @@ from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
 
 FLAGS = flags.FLAGS
 model_flags.define("pooling", "normalize")
-flags.adopt_module_key_flags(finetuning_flags)  # its flags in --help, not only in --helpfull
+flags.adopt_module_key_flags(finetuning_flags)  # their flags in --help, not only in --helpfull
+flags.adopt_module_key_flags(model_flags)
 flags.DEFINE_enum("task", "pairs", ["pairs"], "The training data: pairs = (anchor, positive) texts, in-batch "
                   "negatives.")
 flags.DEFINE_float("scale", 20.0, "The cosine similarities are multiplied by this before the softmax "

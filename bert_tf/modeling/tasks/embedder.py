@@ -39,6 +39,7 @@ class BertSentenceEmbedder(ObjectiveModel):
             config = BertConfig.from_dict(config)
         self.config, self.scale = config, float(scale)
         self.encoder = BertEncoder(config)
+        self.encoder.pooler.trainable = False  # the pooled output is unused; the pooler stays as loaded
         self.pooling = SentencePooling(pooling, normalize, name="pooling")
         self.create_objective_trackers()
 
