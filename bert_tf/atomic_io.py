@@ -155,6 +155,12 @@ def swap_directory(staging, final):
     fsync_path(os.path.dirname(os.path.abspath(final)))
 
 
+def check_new_directory(path):
+    """OSError unless `path` is free for `new_directory`: absent, or an empty folder."""
+    if os.path.exists(path) and not (os.path.isdir(path) and not os.listdir(path)):
+        raise OSError(f"{path} exists and is not empty; remove it or write elsewhere")
+
+
 @contextlib.contextmanager
 def new_directory(path):
     """A temporary sibling folder to fill, renamed to `path` (everything fsync'ed) when the block ends without
@@ -162,8 +168,7 @@ def new_directory(path):
     empty folder (an empty one is replaced); a failed write raises an OSError naming `path`."""
     path = os.path.normpath(path)  # "out/" names the folder out, whose sibling the temporary one is
     parent = os.path.dirname(os.path.abspath(path))
-    if os.path.exists(path) and not (os.path.isdir(path) and not os.listdir(path)):
-        raise OSError(f"{path} exists and is not empty; remove it or write elsewhere")
+    check_new_directory(path)
     os.makedirs(parent, exist_ok=True)
     remove_leftovers(parent, os.path.basename(path) + TEMPORARY_MARK)
     tmp = temporary_path(path)

@@ -16,7 +16,6 @@ loads. --init_checkpoint takes any format (a KerasHub preset directory too). The
 exist or be empty; it appears complete or not at all.
 """
 
-import os
 
 from absl import flags, logging
 
@@ -42,17 +41,6 @@ flags.mark_flag_as_required("init_checkpoint")
 flags.mark_flag_as_required("output_dir")
 
 
-def _beside_input(*names):
-    """The first of `names` (paths relative to the input's directory) that exists there, or None."""
-    path = FLAGS.init_checkpoint
-    directory = path if os.path.isdir(path) else os.path.dirname(path)
-    for name in names:
-        candidate = os.path.join(directory, name)
-        if os.path.isfile(candidate):
-            return candidate
-    return None
-
-
 def main(_):
     logging.set_verbosity(logging.INFO)
     if FLAGS.bert_config_file:
@@ -60,14 +48,14 @@ def main(_):
         model_flags.check_init_checkpoint(config)
     else:
         source = open_checkpoint(FLAGS.init_checkpoint)
-        config_file = _beside_input("bert_config.json", "config.json")
+        config_file = model_flags.beside_init_checkpoint("bert_config.json", "config.json")
         if source.config is not None:
             config = BertConfig.from_dict(source.config, source=FLAGS.init_checkpoint)
         elif config_file:
             config = BertConfig.from_json_file(config_file)
         else:
             raise ValueError(f"{FLAGS.init_checkpoint}: no config found beside it; pass --bert_config_file")
-    vocab = FLAGS.vocab_file or _beside_input("vocab.txt", keras_hub.VOCABULARY_FILE)
+    vocab = FLAGS.vocab_file or model_flags.beside_init_checkpoint("vocab.txt", keras_hub.VOCABULARY_FILE)
     convert(FLAGS.init_checkpoint, FLAGS.output_dir, FLAGS.output_format, config, FLAGS.model_type, vocab,
             FLAGS.do_lower_case)
 

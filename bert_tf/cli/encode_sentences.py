@@ -11,7 +11,7 @@ The config and vocab.txt default to the ones in (or beside) the checkpoint. The 
 `--query` prints the --top_k lines most similar to the query (cosine): `rank<TAB>score<TAB>line<TAB>text`.
 """
 
-import os
+import sys
 
 from absl import flags, logging
 
@@ -32,17 +32,6 @@ for _name in ("init_checkpoint", "input_file"):
     flags.mark_flag_as_required(_name)
 
 
-def _vocab_file():
-    """--vocab_file, else the vocab.txt in or beside --init_checkpoint; ValueError when there is none."""
-    if FLAGS.vocab_file:
-        return FLAGS.vocab_file
-    path = FLAGS.init_checkpoint
-    candidate = os.path.join(path if os.path.isdir(path) else os.path.dirname(path), "vocab.txt")
-    if not os.path.isfile(candidate):
-        raise ValueError(f"--init_checkpoint={path}: no vocab.txt in or beside it; pass --vocab_file")
-    return candidate
-
-
 def main(_):
     logging.set_verbosity(logging.INFO)
     flag_checks.check_at_least(1, "batch_size")
@@ -50,7 +39,7 @@ def main(_):
     flag_checks.check_input_file("input_file")
     if FLAGS.output_file:
         flag_checks.check_output_file("output_file")
-        if os.path.splitext(FLAGS.output_file)[1] not in (".npy", ".jsonl"):
+        if not FLAGS.output_file.endswith((".npy", ".jsonl")):
             raise ValueError(f"--output_file={FLAGS.output_file}: expected a .npy or .jsonl file")
     elif FLAGS.query is None:
         raise ValueError("--output_file is required (or --query to search the input's lines)")
@@ -64,7 +53,9 @@ def main(_):
     options = embedder_options(FLAGS.init_checkpoint, FLAGS.pooling, FLAGS.normalize, FLAGS.max_seq_length)
     config = read_config(FLAGS.bert_config_file, FLAGS.init_checkpoint)
     model_flags.check_init_checkpoint(config)
-    vocab_file = _vocab_file()
+    vocab_file = FLAGS.vocab_file or model_flags.beside_init_checkpoint("vocab.txt")
+    if not vocab_file:
+        raise ValueError(f"--init_checkpoint={FLAGS.init_checkpoint}: no vocab.txt in or beside it; pass --vocab_file")
     tokenizer = FullTokenizer(vocab_file, do_lower_case=FLAGS.do_lower_case)
     config.check_vocab_size(len(tokenizer.vocab), vocab_file)
     texts = embedding.read_texts(FLAGS.input_file)
@@ -80,7 +71,7 @@ def main(_):
     if FLAGS.query is not None:
         query = encoder.encode([FLAGS.query])[0]
         for rank, (index, score) in enumerate(embedding.most_similar(query, vectors, FLAGS.top_k), 1):
-            print(f"{rank}\t{score:.4f}\t{index + 1}\t{texts[index]}")
+            sys.stdout.write(f"{rank}\t{score:.4f}\t{index + 1}\t{texts[index]}\n")
 
 
 def console():

@@ -8,6 +8,8 @@ Each script defines the ones it reads, with one meaning and one help text everyw
 and defaults); a script marks them required itself when it has no default for them.
 """
 
+import os
+
 from absl import flags
 
 from bert_tf import configs
@@ -59,6 +61,14 @@ def define(*names):
         if name not in _DEFINITIONS:
             raise ValueError(f"model_flags.define({name!r}): expected one of {', '.join(NAMES)}")
         _DEFINITIONS[name]()
+
+
+def beside_init_checkpoint(*names):
+    """The first of `names` (paths relative to --init_checkpoint's directory, or to the folder it is in) that
+    is a file there, or None: the config, vocab.txt, ... that came with the checkpoint."""
+    path = FLAGS.init_checkpoint
+    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    return next((os.path.join(directory, n) for n in names if os.path.isfile(os.path.join(directory, n))), None)
 
 
 def check_init_checkpoint(config):

@@ -67,8 +67,7 @@ def convert(path, output_dir, output_format, config, model_type=None, vocab_file
         raise ValueError(f"output format {output_format!r}: expected one of {', '.join(OUTPUT_FORMATS)}")
     if output_format != BERT_TF and not vocab_file:
         raise ValueError(f"a {output_format} model needs the tokenizer's vocab.txt: pass --vocab_file")
-    if os.path.exists(output_dir) and not (os.path.isdir(output_dir) and not os.listdir(output_dir)):
-        raise OSError(f"{output_dir} exists and is not empty; remove it or write elsewhere")
+    atomic_io.check_new_directory(output_dir)  # before any weight is read
     check_fits(config, path)
     source = open_checkpoint(path)
     model_type = model_type or model_types.infer_model_type(source.shapes, _hint(source), source.path)

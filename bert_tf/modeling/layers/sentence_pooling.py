@@ -7,6 +7,11 @@ from keras import ops
 POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len")
 
 
+def l2_normalize(x):
+    """x float [..., H] divided by its L2 norm along H (at least 1e-12: sentence-transformers' Normalize)."""
+    return x / ops.maximum(ops.norm(x, axis=-1, keepdims=True), 1e-12)
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class SentencePooling(keras.layers.Layer):
     """Pools a sequence output over its real tokens; padding is never pooled.
@@ -37,9 +42,7 @@ class SentencePooling(keras.layers.Layer):
                 count = ops.maximum(ops.sum(mask, axis=1), 1e-9)  # [B, 1], as sentence-transformers clamps
                 total = ops.sum(x * mask, axis=1)
                 pooled = total / (count if self.mode == "mean" else ops.sqrt(count))
-        if self.normalize:
-            pooled = pooled / ops.maximum(ops.norm(pooled, axis=-1, keepdims=True), 1e-12)
-        return pooled
+        return l2_normalize(pooled) if self.normalize else pooled
 
     def get_config(self):
         return {**super().get_config(), "mode": self.mode, "normalize": self.normalize}

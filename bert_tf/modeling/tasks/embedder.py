@@ -7,7 +7,7 @@ from keras import ops
 from bert_tf.config import BertConfig
 from bert_tf.feature_schema import INPUT_IDS, INPUT_NAMES, IS_REAL_EXAMPLE, SEQUENCE_OUTPUT
 from bert_tf.modeling.encoder import BertEncoder
-from bert_tf.modeling.layers.sentence_pooling import SentencePooling
+from bert_tf.modeling.layers.sentence_pooling import SentencePooling, l2_normalize
 from bert_tf.modeling.tasks.objective import ObjectiveModel, cross_entropy_and_hits
 
 EMBEDDINGS = "embeddings"
@@ -78,9 +78,7 @@ class BertSentenceEmbedder(ObjectiveModel):
         return dict(x) if isinstance(x, dict) else {INPUT_IDS: x}
 
     def objective(self, features, outputs):
-        anchors, positives = outputs[:, 0], outputs[:, 1]
-        anchors = anchors / ops.maximum(ops.norm(anchors, axis=-1, keepdims=True), 1e-12)
-        positives = positives / ops.maximum(ops.norm(positives, axis=-1, keepdims=True), 1e-12)
+        anchors, positives = l2_normalize(outputs[:, 0]), l2_normalize(outputs[:, 1])
         scores = self.scale * ops.matmul(anchors, ops.transpose(positives))  # [B, B]
         if IS_REAL_EXAMPLE in features:  # padding examples that fill the last batch are nobody's negative
             real = ops.cast(features[IS_REAL_EXAMPLE], "float32")
