@@ -409,11 +409,10 @@ def main():
         kind, precision, label = IMPLEMENTATIONS[name]
         python, model_path, why = pythons.get(kind), None, venv_errors.get(kind)
         if why is None and kind == "saved_model":
-            # bench_serving's export command with --model_type=embedder appended (absl: the last value wins)
-            flags = ["--model_type=embedder"] + (["--export_dtype=bfloat16"] if precision == "bfloat16" else [])
+            flags = ["--export_dtype=bfloat16"] if precision == "bfloat16" else []
             model_path, detail = bench_serving.bert_tf_export(
                 {"vocab_file": os.path.join(minilm, "vocab.txt"), "bert_tf_checkpoint": minilm}, flags,
-                os.path.join(work_dir, "export", name), MAX_SEQ_LENGTH)
+                os.path.join(work_dir, "export", name), MAX_SEQ_LENGTH, model_type="embedder")
             why = None if model_path else f"export failed: {detail}"
             exports.append(f"{label} {detail:.1f} s" if model_path else f"{label}: {why}")
             print(f"export {name}: {why or f'{detail:.1f} s'}", flush=True)
@@ -489,7 +488,7 @@ def main():
     text = "\n".join([
         "", f"## bench_embeddings.py{f' ({args.note})' if args.note else ''}"
         f"{' (dry run: not a measurement)' if args.dry_run else ''} — {datetime.date.today().isoformat()}", "",
-        f"`{bench_serving.shown_command(sys.argv[1:]).replace('bench_serving.py', 'bench_embeddings.py', 1)}`", "",
+        f"`{bench_serving.shown_command(sys.argv[1:], 'bench/bench_embeddings.py')}`", "",
         f"Commit {bench_serving.git_commit()}; {platform.machine()}, {bench_serving.cpu_model()}, {os.cpu_count()} "
         f"CPU cores; load average {load_start[0]:.1f} at start, {load_rounds[0]:.1f} before the rounds, "
         f"{os.getloadavg()[0]:.1f} at end; Python {platform.python_version()}; " + "; ".join(versions.values())

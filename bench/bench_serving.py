@@ -434,10 +434,10 @@ def peer_python():
     return pinned_venv_python(f"bert_tf_serving_venv-{key}", pins)
 
 
-def bert_tf_export(model, flags, export_dir, max_seq_length):
-    """export_model.py as a subprocess: (path of the SavedModel dir or .tflite file, seconds) or (None, the
-    error line)."""
-    command = [sys.executable, "-m", "bert_tf.cli.export_model", "--model_type=encoder",
+def bert_tf_export(model, flags, export_dir, max_seq_length, model_type="encoder"):
+    """export_model.py --model_type=`model_type` as a subprocess: (path of the SavedModel dir or .tflite file,
+    seconds) or (None, the error line)."""
+    command = [sys.executable, "-m", "bert_tf.cli.export_model", f"--model_type={model_type}",
                f"--vocab_file={model['vocab_file']}", f"--init_checkpoint={model['bert_tf_checkpoint']}",
                f"--max_seq_length={max_seq_length}", f"--export_dir={export_dir}", *flags]
     begin = time.perf_counter()
@@ -552,15 +552,15 @@ def cpu_model():
     return platform.processor() or "unknown CPU"
 
 
-def shown_command(argv):
-    """The command line with absolute paths replaced by placeholders ($WORK_DIR, ...)."""
+def shown_command(argv, script="bench/bench_serving.py"):
+    """The command line of `script` with absolute paths replaced by placeholders ($WORK_DIR, ...)."""
     shown = []
     for arg in argv:
         match = re.match(r"^--(\w+)=(.*)$", arg)
         if match and os.path.isabs(match.group(2)):
             arg = f"--{match.group(1)}=${match.group(1).upper()}"
         shown.append(arg)
-    return " ".join(["python bench/bench_serving.py", *shown])
+    return " ".join([f"python {script}", *shown])
 
 
 def append_results(path, text):
