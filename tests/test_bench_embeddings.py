@@ -22,6 +22,7 @@ def digest(path):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_dry_run_embeds_with_every_implementation_asked_for_and_appends_nothing(tmp_path):
     before = digest(RESULTS)
     result = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "bench_embeddings.py"), "--dry_run",

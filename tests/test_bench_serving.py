@@ -17,6 +17,7 @@ RESULTS = os.path.join(ROOT, "bench", "RESULTS.md")
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_dry_run_measures_both_signatures_and_appends_nothing(tmp_path):
     before = os.path.getsize(RESULTS)
     result = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "bench_serving.py"), "--dry_run",

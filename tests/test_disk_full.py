@@ -61,6 +61,7 @@ def test_create_pretraining_data_on_a_full_disk(tmp_path, minilm_dir, workers):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_run_pretraining_on_a_full_disk(tmp_path):
     records = pretraining_records.write_records(tmp_path / "train.tfrecord", 32)
     config = write_config(tmp_path / "bert_config.json", script_config())
@@ -91,6 +92,7 @@ def test_run_classifier_on_a_full_disk(tmp_path, tiny_model_dir):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_export_model_on_a_full_disk(tmp_path, tiny_model_dir):
     with small_disk.mounted(tmp_path / "disk", "1m") as disk:  # the tiny model's SavedModel takes ~4 MB
         code, log = run("export_model.py", vocab_file=tiny_model_dir["vocab_file"],

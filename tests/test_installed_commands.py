@@ -121,6 +121,7 @@ def test_every_command_module_is_installed(installed):
 
 @pytest.mark.subprocess
 @pytest.mark.slow
+@pytest.mark.extended
 @pytest.mark.parametrize("module", sorted(COMMANDS))
 def test_installed_command_help_lists_its_flags(installed, module, tmp_path):
     text = help_of([installed / command(module)], tmp_path)

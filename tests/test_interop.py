@@ -26,6 +26,7 @@ from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 from tests.helpers.finetuning_scripts import ROOT
+from tests.helpers.tiers import first_in_make_test
 from tools.pinned_venv import pinned_venv_python
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "huggingface_bert_keys.json")
@@ -135,10 +136,11 @@ def test_hf_names_are_inverse_of_canonical_names(tiny_config):
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("kind, hf_class, model_type", [
-    ("encoder", "BertModel", None), ("pretrainer", "BertForPreTraining", None), ("mlm", "BertForMaskedLM", None),
-    ("classifier", "BertForSequenceClassification", "classifier"), ("ner", "BertForTokenClassification", "ner"),
-    ("squad", "BertForQuestionAnswering", None), ("multiple_choice", "BertForMultipleChoice", "multiple_choice")])
+@pytest.mark.parametrize("kind, hf_class, model_type", first_in_make_test([
+    ("encoder", "BertModel", None), ("classifier", "BertForSequenceClassification", "classifier"),
+    ("pretrainer", "BertForPreTraining", None), ("mlm", "BertForMaskedLM", None),
+    ("ner", "BertForTokenClassification", "ner"), ("squad", "BertForQuestionAnswering", None),
+    ("multiple_choice", "BertForMultipleChoice", "multiple_choice")], 2))
 def test_huggingface_directories_have_transformers_names_and_shapes(finetuned, minilm, tmp_path, kind, hf_class,
                                                                     model_type):
     config, vocab, _ = minilm
@@ -243,6 +245,7 @@ def test_keras_hub_presets_load_in_keras_hub_and_back(finetuned, minilm, tmp_pat
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_a_keras_hub_made_preset_fine_tunes_and_exports(minilm_dir, tmp_path):
     preset = tmp_path / "preset"
     run_keras_hub("make", minilm_dir, preset)

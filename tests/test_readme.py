@@ -29,6 +29,8 @@ import sys
 
 import pytest
 
+from tests.helpers.tiers import first_in_make_test
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
 DESIGN = os.path.join(ROOT, "docs", "DESIGN.md")
@@ -180,7 +182,8 @@ def test_readme_has_python_examples():
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-@pytest.mark.parametrize("code", [pytest.param(code, id=block_id) for block_id, code in PYTHON_BLOCKS])
+@pytest.mark.parametrize("code", first_in_make_test([code for _, code in PYTHON_BLOCKS], 3,
+                                                    ids=[block_id for block_id, _ in PYTHON_BLOCKS]))
 def test_readme_python_example_runs(code, request, tmp_path):
     script = tmp_path / "example.py"
     script.write_text(substitute(code, request), encoding="utf-8")
@@ -282,6 +285,7 @@ def test_runnable_command_lines():
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_readme_command_lines_run(readme_world):
     """Every ```bash block of README.md (but BASH_NOT_RUN's) runs in document order in one folder, so a block
     uses what the ones before it wrote (the classifier it exports, the predictions it scores)."""
