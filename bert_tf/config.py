@@ -11,7 +11,7 @@ from bert_tf import atomic_io
 _HF_IGNORED = {
     "_name_or_path", "architectures", "model_type", "transformers_version", "gradient_checkpointing",
     "use_cache", "pad_token_id", "bos_token_id", "eos_token_id", "torch_dtype", "dtype", "classifier_dropout",
-    "is_decoder", "add_cross_attention", "tie_word_embeddings", "id2label", "label2id", "problem_type",
+    "add_cross_attention", "tie_word_embeddings", "id2label", "label2id", "problem_type",
     "output_past", "directionality", "pooler_fc_size", "pooler_num_attention_heads", "pooler_num_fc_layers",
     "pooler_size_per_head", "pooler_type", "finetuning_task", "tokenizer_class", "return_dict", "num_labels",
 }
@@ -25,6 +25,13 @@ class BertConfig:
     Field names are Google's `bert_config.json` names. `layer_norm_eps` is an addition (HF's name) that
     defaults to the original's 1e-12. `hidden_act="gelu"` is the exact erf GELU; "gelu_new"/"gelu_tanh" is
     the tanh approximation.
+
+    `causal_attention` (an addition; HF's `is_decoder`): every position attends only to itself and the
+    positions to its left, the left-to-right ("LTR") model of the paper's section 5.1, pretrained with
+    `run_pretraining.py --pretraining_objective=ltr`. It is part of the model, so fine-tuning, feature
+    extraction and export keep the constraint; the pooled output of such a model is taken at the last real
+    token (the only one that sees the whole input) instead of [CLS]. `to_dict` writes the field only when it
+    is true, so a bidirectional model's bert_config.json stays the original's.
     """
 
     vocab_size: int
@@ -39,6 +46,7 @@ class BertConfig:
     type_vocab_size: int = 16
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
+    causal_attention: bool = False
 
     def __post_init__(self):
         self.validate()
@@ -61,6 +69,8 @@ class BertConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{name}={value!r} must be a positive number")
+        if not isinstance(self.causal_attention, bool):
+            raise ValueError(f"causal_attention={self.causal_attention!r} must be true or false")
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(f"hidden_act={self.hidden_act!r} is not one of {', '.join(ACTIVATIONS)}")
 
@@ -101,6 +111,8 @@ class BertConfig:
                              "supported; BERT uses 'absolute'")
         kwargs, unknown = {}, []
         for key, value in values.items():
+            if key == "is_decoder":  # HF's name for causal self-attention
+                key = "causal_attention"
             if key in fields:
                 kwargs[key] = value
             elif key not in _HF_IGNORED and key != "position_embedding_type":
@@ -136,7 +148,12 @@ class BertConfig:
         return cls.from_dict(values, source=path)
 
     def to_dict(self):
-        return copy.deepcopy(dataclasses.asdict(self))
+        """The fields as a dict; `causal_attention` only when true (Google's bert_config.json has no such
+        field)."""
+        values = copy.deepcopy(dataclasses.asdict(self))
+        if not self.causal_attention:
+            del values["causal_attention"]
+        return values
 
     def to_json_string(self):
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"

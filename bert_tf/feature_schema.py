@@ -48,6 +48,7 @@ SEQUENCE_OUTPUT = "sequence_output"  # [B, T, H]
 POOLED_OUTPUT = "pooled_output"  # [B, H]
 ENCODER_OUTPUTS = "encoder_outputs"  # list of L [B, T, H]
 MASKED_LM_LOGITS = "masked_lm_logits"  # float32 [B, P, V]
+LM_LOGITS = "lm_logits"  # float32 [B, T, V]: at each position, the next token's (left-to-right pretraining)
 NEXT_SENTENCE_LOGITS = "next_sentence_logits"  # float32 [B, 2]
 START_LOGITS = "start_logits"  # float32 [B, T]
 END_LOGITS = "end_logits"  # float32 [B, T]

@@ -116,11 +116,16 @@ def test_export_max_seq_length(tmp_path):
     assert error_line(process.returncode, output).startswith("Error: --max_seq_length=2 must be >= 3 (")
 
 
-@pytest.mark.parametrize("flag, value", [("train_batch_size", -8), ("eval_batch_size", 0)])
-def test_pretraining_batch_sizes(pretraining_data, tmp_path, flag, value):
-    error = pretraining_script.run(base_args(pretraining_data, str(tmp_path / "out"), **{flag: value}),
-                                   expect_error=True)
-    assert error == f"Error: --{flag}={value} must be >= 1"
+@pytest.mark.parametrize("flags, message", [
+    ({"train_batch_size": -8}, "--train_batch_size=-8 must be >= 1"),
+    ({"pretraining_objective": "ltr", "use_next_sentence_label": True},
+     "--use_next_sentence_label=True contradicts --pretraining_objective=ltr, which has no next sentence "
+     "prediction; drop --use_next_sentence_label"),
+], ids=["train_batch_size", "ltr_with_next_sentence"])
+def test_pretraining_flags(pretraining_data, tmp_path, flags, message):
+    """(eval_batch_size has the same check as train_batch_size: test_classifier_flags runs it.)"""
+    error = pretraining_script.run(base_args(pretraining_data, str(tmp_path / "out"), **flags), expect_error=True)
+    assert error == f"Error: {message}"
 
 
 @pytest.mark.parametrize("keep, detail", [(12 + 30, "a record of {length} bytes starts there"),

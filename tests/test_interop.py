@@ -72,7 +72,7 @@ def inputs(batch=3, length=20, seed=0):
 
 
 MODELS = {"encoder": lambda c: BertEncoder(c), "pretrainer": lambda c: BertPretrainer(c),
-          "mlm": lambda c: BertPretrainer(c, use_next_sentence_label=False),
+          "mlm": lambda c: BertPretrainer(c, objective="mlm"),
           "classifier": lambda c: BertClassifier(c, len(SENTIMENT)),
           "ner": lambda c: BertTokenClassifier(c, len(TAGS)), "squad": lambda c: BertSpanLabeler(c),
           "multiple_choice": None}

@@ -167,7 +167,7 @@ CASES = [
           "embedding_output": COMPUTE}),
     Case(BertPretrainer, BertPretrainer, lambda c: (pretraining_features(c),),
          {"masked_lm_logits": F32, "next_sentence_logits": F32}, pretraining_features),
-    Case(BertPretrainer, lambda c: BertPretrainer(c, use_next_sentence_label=False),
+    Case(BertPretrainer, lambda c: BertPretrainer(c, objective="mlm"),
          lambda c: (pretraining_features(c),), {"masked_lm_logits": F32}, pretraining_features,
          name="BertPretrainer-mlm_only"),
     Case(BertClassifier, lambda c: BertClassifier(c, num_labels=3), lambda c: (encoder_inputs(c),), F32,

@@ -143,7 +143,7 @@ def test_checkpoint_names_and_parameter_count():
 
 def test_mlm_only_pretrainer(original_run):
     prefix, batch, _ = original_run
-    model = BertPretrainer(relu_config(), use_next_sentence_label=False)
+    model = BertPretrainer(relu_config(), objective="mlm")
     report = load_checkpoint(model, prefix)
     assert report.ignored["cls/seq_relationship/output_weights"] == "not part of this model"
     assert sorted(model(batch)) == ["masked_lm_logits"]

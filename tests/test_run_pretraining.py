@@ -36,7 +36,7 @@ def test_original_records_train_evaluate_and_resume(pretraining_data, tmp_path):
     assert output.count("Eval at step") == 3  # before training, at the checkpoint of step 3, at the end
     results = read_eval_results(output_dir)
     assert sorted(results) == ["global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
-                               "next_sentence_accuracy", "next_sentence_loss"]
+                               "masked_lm_perplexity", "next_sentence_accuracy", "next_sentence_loss"]
     assert results["global_step"] == "6" and 0 < float(results["masked_lm_loss"]) < 11
     assert tf.train.latest_checkpoint(output_dir).endswith("model.ckpt-6")
     assert os.path.isfile(os.path.join(output_dir, "bert_config.json"))
@@ -49,7 +49,7 @@ def test_two_phase_training_mlm_only_and_eval_only(pretraining_data, tmp_path):
     """Phase 2 at a longer sequence length starts from phase 1's output_dir (every weight carries over); the
     MLM-only variant has no NSP metrics; do_eval alone evaluates the latest checkpoint."""
     phase1 = str(tmp_path / "phase1")
-    run(base_args(pretraining_data, phase1, do_eval=False, use_next_sentence_label=False))
+    run(base_args(pretraining_data, phase1, do_eval=False, pretraining_objective="mlm"))
     long_records = pretraining_records.write_records(tmp_path / "long.tfrecord", 64, max_seq_length=64,
                                                      max_predictions=10)
     phase2 = str(tmp_path / "phase2")
@@ -57,7 +57,8 @@ def test_two_phase_training_mlm_only_and_eval_only(pretraining_data, tmp_path):
                            max_seq_length=64, max_predictions_per_seq=10, num_train_steps=3,
                            use_next_sentence_label=False))
     assert re.search(r"Loaded native checkpoint .*phase1/model.ckpt-6: 44 mapped, 2 ignored, 0 missing", output)
-    assert sorted(read_eval_results(phase2)) == ["global_step", "loss", "masked_lm_accuracy", "masked_lm_loss"]
+    assert sorted(read_eval_results(phase2)) == ["global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
+                                                 "masked_lm_perplexity"]
     eval_dir = str(tmp_path / "eval_only")
     output = run(base_args(pretraining_data, eval_dir, do_train=False, init_checkpoint=phase1))
     assert "step 1/" not in output and read_eval_results(eval_dir)["global_step"] == "0"

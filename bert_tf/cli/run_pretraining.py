@@ -8,12 +8,13 @@ The original's flags and defaults, e.g. the google-research/bert README command 
       --max_predictions_per_seq=20 --num_train_steps=20 --num_warmup_steps=10 --learning_rate=2e-5
 
 plus `--distribution_strategy`, `--num_gpus`, `--tpu`, `--mixed_precision`, `--use_xla`, `--optimizer`,
-`--num_accumulation_steps`, `--steps_per_loop` (= --iterations_per_loop), `--use_next_sentence_label`,
-`--dynamic_masking`, `--eval_input_file`, `--seed`, `--deterministic`. Rerunning a killed command resumes
+`--num_accumulation_steps`, `--steps_per_loop` (= --iterations_per_loop), `--pretraining_objective`
+(mlm_nsp, mlm, ltr: the paper's section 5.1 ablations; `--use_next_sentence_label=False` is mlm), `--dynamic_masking`, `--eval_input_file`, `--seed`, `--deterministic`. Rerunning a killed command resumes
 from its last checkpoint in --output_dir. Phase 2 of the two-phase recipe: a new --output_dir,
 `--init_checkpoint=<phase 1 output_dir> --max_seq_length=512 --max_predictions_per_seq=80`.
 """
 
+import dataclasses
 import os
 
 import tensorflow as tf
@@ -24,7 +25,7 @@ from bert_tf.checkpoints import load_checkpoint
 from bert_tf.cli import flag_checks, model_flags, scripting, training_flags
 from bert_tf.data.pretraining import pipeline
 from bert_tf.data.pretraining.masking import MaskingConfig
-from bert_tf.modeling.tasks.pretrainer import BertPretrainer
+from bert_tf.modeling.tasks.pretrainer import PRETRAINING_OBJECTIVES, BertPretrainer, with_perplexity
 from bert_tf.tokenization import load_vocab
 from bert_tf.training import distribute, loop, optimization
 
@@ -49,7 +50,12 @@ flags.DEFINE_integer("num_warmup_steps", 10000, "Number of warmup steps.")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
 # New flags (the training ones are in training_flags.py).
 flags.DEFINE_float("lr_decay_power", 1.0, "Power of the polynomial learning-rate decay (1.0: linear, the original).")
-flags.DEFINE_bool("use_next_sentence_label", True, "Train the next sentence prediction head (False: MLM only).")
+flags.DEFINE_enum("pretraining_objective", "mlm_nsp", PRETRAINING_OBJECTIVES,
+                  "mlm_nsp: masked LM + next sentence (the paper); mlm: masked LM only (\"No NSP\"); ltr: a "
+                  "left-to-right LM (\"LTR & No NSP\"): causal self-attention, written into the model's config, "
+                  "every position predicts the next token of the records' original text.")
+flags.DEFINE_bool("use_next_sentence_label", None, "False: the same as --pretraining_objective=mlm (kept from "
+                  "earlier versions); True: mlm_nsp.")
 flags.DEFINE_bool("dynamic_masking", False, "Records are unmasked (create_pretraining_data --dynamic_masking): "
                   "mask them anew each time they are read. Needs --vocab_file.")
 flags.DEFINE_float("masked_lm_prob", 0.15, "With --dynamic_masking: fraction of tokens to mask.")
@@ -85,13 +91,40 @@ def masking_config(config):
                                     FLAGS.max_predictions_per_seq, FLAGS.do_whole_word_mask, FLAGS.vocab_file)
 
 
+def pretraining_objective():
+    """--pretraining_objective, reconciled with the older --use_next_sentence_label (ValueError if they
+    disagree)."""
+    objective, nsp = FLAGS.pretraining_objective, FLAGS.use_next_sentence_label
+    if nsp is None:
+        return objective
+    if nsp and objective != "mlm_nsp":
+        raise ValueError(f"--use_next_sentence_label=True contradicts --pretraining_objective={objective}, "
+                         "which has no next sentence prediction; drop --use_next_sentence_label")
+    if not nsp and objective == "ltr":
+        return objective
+    return "mlm_nsp" if nsp else "mlm"
+
+
+def objective_config(config, objective):
+    """The model's config for `objective`: ltr turns causal_attention on (so the checkpoint's config keeps
+    it); a masked LM objective on a causal config is a ValueError."""
+    if objective == "ltr":
+        return dataclasses.replace(config, causal_attention=True)
+    if config.causal_attention:
+        raise ValueError(f"--bert_config_file={FLAGS.bert_config_file} has causal_attention (a left-to-right "
+                         f"model) but --pretraining_objective={objective} is a masked LM, which reads both "
+                         "directions; use --pretraining_objective=ltr")
+    return config
+
+
 def main(_):
     logging.set_verbosity(logging.INFO)
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise ValueError("At least one of `do_train` or `do_eval` must be True.")
     flag_checks.check_at_least(1, "train_batch_size", "eval_batch_size")
+    objective = pretraining_objective()
     strategy = training_flags.create_strategy()  # first: before TensorFlow starts
-    config = BertConfig.from_json_file(FLAGS.bert_config_file)
+    config = objective_config(BertConfig.from_json_file(FLAGS.bert_config_file), objective)
     config.check_seq_length(FLAGS.max_seq_length)
     if not 1 <= FLAGS.max_predictions_per_seq <= FLAGS.max_seq_length:
         raise ValueError(f"max_predictions_per_seq={FLAGS.max_predictions_per_seq} must be between 1 and "
@@ -116,7 +149,7 @@ def main(_):
         tf.config.experimental.enable_op_determinism()
     use_xla = training_flags.use_xla(strategy)
     with strategy.scope():
-        model = BertPretrainer(config, use_next_sentence_label=FLAGS.use_next_sentence_label)
+        model = BertPretrainer(config, objective)
         model.build()
         if FLAGS.init_checkpoint:
             load_checkpoint(model, FLAGS.init_checkpoint)
@@ -125,7 +158,8 @@ def main(_):
             decay_power=FLAGS.lr_decay_power, loss_scaling=policy == "mixed_float16")
     trainer = loop.Trainer(strategy, model, optimizer, FLAGS.train_batch_size, FLAGS.num_accumulation_steps,
                            use_xla=use_xla, flops_per_example=loop.training_flops_per_example(
-                               config, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq))
+                               config, FLAGS.max_seq_length,
+                               FLAGS.max_seq_length if objective == "ltr" else FLAGS.max_predictions_per_seq))
     if trainer.is_chief:
         run_directory.write_config(FLAGS.output_dir, config)
     logging.info("Training with %s on %d replica(s), %d worker(s); XLA %s; batch %d = %d micro-batch(es) of %d",
@@ -144,7 +178,7 @@ def main(_):
             eval_files, batch_size, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq, is_training=False,
             input_context=trainer.input_context(), dynamic_masking=masking, seed=FLAGS.seed)
         dataset = dataset.unbatch().repeat().batch(batch_size, drop_remainder=True)
-        return trainer.evaluate(dataset, FLAGS.max_eval_steps, FLAGS.output_dir)
+        return with_perplexity(trainer.evaluate(dataset, FLAGS.max_eval_steps, FLAGS.output_dir), objective)
 
     def evaluate_before_the_end(step):
         if step < FLAGS.num_train_steps:  # the final evaluation follows training

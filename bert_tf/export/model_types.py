@@ -21,7 +21,7 @@ from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
-from bert_tf.modeling.tasks.pretrainer import BertPretrainer
+from bert_tf.modeling.tasks.pretrainer import BertPretrainer, pretraining_objective
 from bert_tf.modeling.tasks.span_labeler import HEAD_SCOPE as SQUAD_HEAD_SCOPE
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
@@ -122,7 +122,7 @@ def _build(model_type, config, checkpoint, label_list, max_answer_length, embedd
     elif model_type == "pretrainer":
         # MLM-only pretraining (no NSP head in the checkpoint) leaves the pooler untrained and unused.
         nsp = _NEXT_SENTENCE in source.shapes
-        model = BertPretrainer(config, use_next_sentence_label=nsp)
+        model = BertPretrainer(config, objective=pretraining_objective(config, nsp))
         adapter, unused = serving.PretrainerAdapter(model), () if nsp else _POOLER
     elif model_type == "classifier":
         model = BertClassifier(config, head_size(source, model_type))

@@ -46,6 +46,7 @@ CLASSES = {
     model_types.MULTIPLE_CHOICE: ("BertForMultipleChoice", True, "bert."),
 }
 MASKED_LM_CLASS = ("BertForMaskedLM", False, "bert.")  # a pretrainer without the next-sentence head
+CAUSAL_LM_CLASS = ("BertLMHeadModel", False, "bert.")  # a left-to-right (causal_attention) pretrainer
 # transformers' names of the activations that BertConfig.hidden_act names differently.
 _HF_ACTIVATIONS = {"gelu_tanh": "gelu_new"}
 _SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
@@ -131,7 +132,7 @@ def model_type_of(config):
     """The model type whose class a HF config's `architectures` names, or None."""
     architectures = (config or {}).get("architectures") or []
     classes = {hf_class: model_type for model_type, (hf_class, _, _) in CLASSES.items()}
-    classes[MASKED_LM_CLASS[0]] = model_types.PRETRAINER
+    classes[MASKED_LM_CLASS[0]] = classes[CAUSAL_LM_CLASS[0]] = model_types.PRETRAINER
     return next((classes[name] for name in architectures if name in classes), None)
 
 
@@ -174,6 +175,8 @@ def _hf_config(config, hf_class, labels, num_outputs):
     labels of a classification head."""
     values = config.to_dict()
     values["hidden_act"] = _HF_ACTIVATIONS.get(values["hidden_act"], values["hidden_act"])
+    if values.pop("causal_attention", False):
+        values["is_decoder"] = True  # transformers' causal self-attention
     values.update(architectures=[hf_class], model_type="bert", pad_token_id=0, position_embedding_type="absolute",
                   dtype="float32")
     if hf_class in ("BertForSequenceClassification", "BertForTokenClassification"):
@@ -196,7 +199,9 @@ def write_huggingface(weights, config, model_type, directory, vocab_file, labels
     from safetensors.numpy import save  # imported here: only HF exports need it
 
     hf_class, pooler, prefix = CLASSES[model_type]
-    if model_type == model_types.PRETRAINER and model_types.NEXT_SENTENCE_SCOPE + "output_weights" not in weights:
+    if model_type == model_types.PRETRAINER and config.causal_attention:
+        hf_class, pooler, prefix = CAUSAL_LM_CLASS
+    elif model_type == model_types.PRETRAINER and model_types.NEXT_SENTENCE_SCOPE + "output_weights" not in weights:
         hf_class, pooler, prefix = MASKED_LM_CLASS
     names = model_types.model_names(model_type, weights, pooler)
     num_outputs = int(np.shape(weights[model_types.OUTPUT_WEIGHTS])[0]) if model_types.OUTPUT_WEIGHTS in names else None

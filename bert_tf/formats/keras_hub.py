@@ -217,6 +217,9 @@ def _check_representable(config):
     if config.layer_norm_eps != LAYER_NORM_EPS:
         raise ValueError(f"layer_norm_eps={config.layer_norm_eps}: KerasHub's BertBackbone fixes it at "
                          f"{LAYER_NORM_EPS}; this model has no KerasHub equivalent")
+    if config.causal_attention:
+        raise ValueError("causal_attention: KerasHub's BertBackbone attends in both directions; this left-to-right "
+                         "model has no KerasHub equivalent")
     if config.hidden_act not in ("gelu", "gelu_new", "gelu_tanh"):
         raise ValueError(f"hidden_act={config.hidden_act}: KerasHub's BertBackbone always uses GELU (tanh "
                          "approximation); this model has no KerasHub equivalent")

@@ -28,7 +28,8 @@ class BertEncoder(keras.Model):
 
     Outputs, a dict:
       `sequence_output` float32 [B, T, H]: the last layer's output;
-      `pooled_output` [B, H]: Dense(H, tanh) of the first token ([CLS]) of `sequence_output`;
+      `pooled_output` [B, H]: Dense(H, tanh) of the first token ([CLS]) of `sequence_output`; with
+      `config.causal_attention`, of the last real token (the only position that sees the whole input);
       `encoder_outputs`: list of L float32 [B, T, H], every layer's output (the last is `sequence_output`);
       `embedding_output` [B, T, H] in the compute dtype: LayerNorm(word + segment + position embeddings),
       after dropout;
@@ -50,7 +51,7 @@ class BertEncoder(keras.Model):
             BertTransformerLayer(
                 config.hidden_size, config.num_attention_heads, config.intermediate_size, config.hidden_act,
                 config.initializer_range, config.hidden_dropout_prob, config.attention_probs_dropout_prob,
-                config.layer_norm_eps, name=f"layer_{i}")
+                config.layer_norm_eps, config.causal_attention, name=f"layer_{i}")
             for i in range(config.num_hidden_layers)]
         self.pooler = BertDense(config.hidden_size, activation="tanh",
                                 initializer_range=config.initializer_range, name="dense")
@@ -88,13 +89,21 @@ class BertEncoder(keras.Model):
             all_probs.append(probs)
         outputs = {
             SEQUENCE_OUTPUT: hidden,
-            POOLED_OUTPUT: self.pooler(hidden[:, 0, :]),
+            POOLED_OUTPUT: self.pooler(self._pooled_token(hidden, input_mask)),
             ENCODER_OUTPUTS: encoder_outputs,
             "embedding_output": embedding_output,
         }
         if output_attention_probs:
             outputs["attention_probs"] = all_probs
         return outputs
+
+    def _pooled_token(self, hidden, input_mask):
+        """hidden [B, T, H], input_mask int [B, T] -> [B, H]: the first token, or for a causal model the last
+        real one (position sum(input_mask) - 1)."""
+        if not self.config.causal_attention:
+            return hidden[:, 0, :]
+        last = ops.maximum(ops.sum(ops.cast(input_mask, "int32"), axis=1) - 1, 0)
+        return ops.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0, :]
 
     def checkpoint_variables(self):
         """{Google checkpoint name, e.g. `bert/encoder/layer_0/attention/self/query/kernel`: variable}."""

