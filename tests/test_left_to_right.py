@@ -11,7 +11,6 @@ import os
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from bert_tf import BertConfig
 from bert_tf.data.pretraining import pipeline
@@ -209,6 +208,7 @@ def test_ltr_pretraining_trains_on_the_original_records(ltr_run):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_extract_features_of_an_ltr_checkpoint_see_only_the_left(ltr_run, pretraining_data, tmp_path):
     """Two lines that differ from their 6th word on: every layer's features of the first 5 pieces
     ([CLS] and 4 one-piece words) are equal to the bit."""
@@ -231,6 +231,7 @@ def test_extract_features_of_an_ltr_checkpoint_see_only_the_left(ltr_run, pretra
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_exported_ltr_encoder_sees_only_the_left(ltr_run, pretraining_data, client_python, tmp_path_factory):
     """The SavedModel of the LTR checkpoint, called by a process with only tensorflow + tensorflow-text."""
     output_dir, _ = ltr_run
@@ -238,7 +239,8 @@ def test_exported_ltr_encoder_sees_only_the_left(ltr_run, pretraining_data, clie
 
     def export(directory):
         script = export_script("--model_type=encoder", f"--init_checkpoint={output_dir}",
-                               f"--bert_config_file={output_dir}/bert_config.json", f"--vocab_file={pretraining_data['vocab']}", "--max_seq_length=32",
+                               f"--bert_config_file={output_dir}/bert_config.json",
+                               f"--vocab_file={pretraining_data['vocab']}", "--max_seq_length=32",
                                f"--export_dir={directory}/serving")
         output = script.communicate(timeout=600)[0]
         assert script.returncode == 0, output[-3000:]

@@ -9,7 +9,8 @@ The original's flags and defaults, e.g. the google-research/bert README command 
 
 plus `--distribution_strategy`, `--num_gpus`, `--tpu`, `--mixed_precision`, `--use_xla`, `--optimizer`,
 `--num_accumulation_steps`, `--steps_per_loop` (= --iterations_per_loop), `--pretraining_objective`
-(mlm_nsp, mlm, ltr: the paper's section 5.1 ablations; `--use_next_sentence_label=False` is mlm), `--dynamic_masking`, `--eval_input_file`, `--seed`, `--deterministic`. Rerunning a killed command resumes
+(mlm_nsp, mlm, ltr: the paper's section 5.1 ablations; `--use_next_sentence_label=False` is mlm),
+`--dynamic_masking`, `--eval_input_file`, `--seed`, `--deterministic`. Rerunning a killed command resumes
 from its last checkpoint in --output_dir. Phase 2 of the two-phase recipe: a new --output_dir,
 `--init_checkpoint=<phase 1 output_dir> --max_seq_length=512 --max_predictions_per_seq=80`.
 """
