@@ -259,3 +259,29 @@ def test_exported_ltr_encoder_sees_only_the_left(ltr_run, pretraining_data, clie
     layers = [np.moveaxis(o["encoder_outputs"], 1, 0) for o in outputs]  # [L, B, T, H]
     assert all(max_diff_on_the_left(a, b) == 0.0 for a, b in zip(*layers))
     assert float(np.abs(outputs[0]["sequence_output"][:, CUT:9] - outputs[1]["sequence_output"][:, CUT:9]).max()) > 0
+
+
+def test_huggingface_export_of_an_ltr_pretrainer_is_a_causal_lm(tmp_path):
+    """An LTR pretrainer converts to transformers' BertLMHeadModel with `is_decoder: true`, which reads back
+    as causal_attention; KerasHub, which has no causal attention, refuses it."""
+    from bert_tf.checkpoints import save_checkpoint
+    from bert_tf.formats.convert import convert
+
+    config = tiny_config(causal_attention=True)
+    pretrainer = BertPretrainer(config, "ltr")
+    pretrainer.build()
+    save_checkpoint(pretrainer, str(tmp_path / "ltr.ckpt"), config)
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"[unused{i}]\n" for i in range(config.vocab_size)), encoding="utf-8")
+    model_type, written = convert(str(tmp_path / "ltr.ckpt"), str(tmp_path / "hf"), "huggingface", config,
+                                  vocab_file=str(vocab))
+    with open(tmp_path / "hf" / "config.json", encoding="utf-8") as f:
+        values = json.load(f)
+    assert (model_type, written) == ("pretrainer", "BertLMHeadModel")
+    assert values["is_decoder"] is True and "causal_attention" not in values
+    assert values["architectures"] == ["BertLMHeadModel"]
+    assert BertConfig.from_json_file(str(tmp_path / "hf")).causal_attention
+    with pytest.raises(ValueError, match="KerasHub's BertBackbone attends in both directions"):
+        convert(str(tmp_path / "ltr.ckpt"), str(tmp_path / "kh"), "keras_hub", config, model_type="encoder",
+                vocab_file=str(vocab))
+    assert not os.path.exists(tmp_path / "kh")
