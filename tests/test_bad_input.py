@@ -23,6 +23,7 @@ from tests.helpers.extract_features_script import run_script as run_extract_feat
 from tests.helpers.finetuning_scripts import run, write_files
 from tests.helpers.pretraining_script import base_args
 from tests.helpers.task_data import GLUE, SWAG_HEADER, SWAG_ROWS
+from tests.helpers.tiers import first_in_make_test
 
 pytestmark = pytest.mark.subprocess
 
@@ -46,12 +47,12 @@ def script_error(script, tiny_model_dir, **flags):
     return error_line(done.returncode, output), output
 
 
-@pytest.mark.parametrize("flags, message", [
+@pytest.mark.parametrize("flags, message", first_in_make_test([
     ({"do_train": True, "train_batch_size": 0}, "--train_batch_size=0 must be >= 1"),
     ({"do_eval": True, "eval_batch_size": 0}, "--eval_batch_size=0 must be >= 1"),
     ({"do_train": True, "max_seq_length": 2},
      "--max_seq_length=2 must be >= 3 (room for [CLS], a word piece of the text and [SEP])"),
-], ids=["train_batch_size", "eval_batch_size", "max_seq_length"])
+], 1, ids=["train_batch_size", "eval_batch_size", "max_seq_length"]))
 def test_classifier_flags(tiny_model_dir, tmp_path, flags, message):
     data = write_files(tmp_path, SINGLE_TEXTS)
     error, output = script_error("run_classifier.py", tiny_model_dir, task_name="custom",
@@ -83,10 +84,10 @@ def test_ner_batch_size(tiny_model_dir, tmp_path):
     assert error == "Error: --predict_batch_size=0 must be >= 1"
 
 
-@pytest.mark.parametrize("name, text, line, flags", [
+@pytest.mark.parametrize("name, text, line, flags", first_in_make_test([
     ("dev.txt", "-DOCSTART- O\n\nI O\nmet O\nAnna B-person\n", 5, {"do_train": True, "do_eval": True}),
     ("test.txt", "Hello O\n\nBerlin B-geo-loc\nis O\nbig B-size\n", 5, {"do_predict": True}),
-], ids=["dev", "tagged_test"])
+], 1, ids=["dev", "tagged_test"]))
 def test_ner_tag_missing_from_the_training_file_fails_before_training(tiny_model_dir, tmp_path, name, text,
                                                                       line, flags):
     data = write_files(tmp_path, {"train.txt": NER_TRAIN, name: text})
@@ -128,9 +129,9 @@ def test_pretraining_flags(pretraining_data, tmp_path, flags, message):
     assert error == f"Error: {message}"
 
 
-@pytest.mark.parametrize("keep, detail", [(12 + 30, "a record of {length} bytes starts there"),
-                                          (5, "its 12-byte header is cut after 5 bytes")],
-                         ids=["cut_in_the_data", "cut_in_the_header"])
+@pytest.mark.parametrize("keep, detail", first_in_make_test(
+    [(12 + 30, "a record of {length} bytes starts there"), (5, "its 12-byte header is cut after 5 bytes")], 1,
+    ids=["cut_in_the_data", "cut_in_the_header"]))
 def test_pretraining_truncated_records(pretraining_data, tmp_path, keep, detail):
     """TensorFlow's reader would fail mid-training (a cut in the data) or take the file as complete (a cut
     in the last record's 12-byte header); the framing walk names the file and the record's offset first."""

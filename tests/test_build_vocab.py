@@ -43,6 +43,7 @@ def built(tmp_path_factory):
 
 
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_vocab_has_googles_layout(built):
     _, vocab, log = built
     tokens = open(vocab, encoding="utf-8").read().split("\n")[:-1]

@@ -70,6 +70,7 @@ def test_native_round_trip_keeps_pretraining_heads(tmp_path, tiny_config):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_convert_script_from_huggingface_and_google(tmp_path, minilm_dir, google_minilm, minilm_config,
                                                     hf_encoder):
     for name, source in (("from_hf", minilm_dir), ("from_google", f"{google_minilm}/bert_model.ckpt")):

@@ -199,6 +199,7 @@ def client(tmp_path_factory, exports, client_python, full_tokenizer):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_saved_model_cli_lists_the_signatures(exports):
     listing = listed_signatures(f"{exports}/serving/1")[0]
     assert {method for method, _ in listing.values()} == {"tensorflow/serving/predict"}
@@ -364,6 +365,7 @@ def test_pretrainer_export(client, pretrainer, full_tokenizer):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_hub_encoder_in_keras_and_training_mode(exports, minilm, full_tokenizer):
     """In Keras 3: the pair composed with TFSMLayer; hub conventions: training=True applies dropout and
     gradients reach `trainable_variables`."""
@@ -409,6 +411,7 @@ def test_versions_and_atomic_writes(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_export_model_script_errors(minilm_dir):
     common = [f"--bert_config_file={minilm_dir}/config.json", f"--vocab_file={minilm_dir}/vocab.txt",
               f"--init_checkpoint={minilm_dir}", "--export_dir=/nonexistent/never_written"]

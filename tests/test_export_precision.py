@@ -26,6 +26,8 @@ from tests.helpers.exports import (
 )
 from tools.pinned_venv import build_once
 
+pytestmark = pytest.mark.extended  # tests/helpers/tiers.py: make test-all only
+
 # (flags, the least cosine of the pooled output against float32): the bounds.
 EXPORTS = {"bfloat16": (["--export_dtype=bfloat16"], 0.9995),
            "bfloat16_int8": (["--export_dtype=bfloat16", "--quantize=int8"], 0.99)}

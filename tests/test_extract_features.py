@@ -95,7 +95,7 @@ BAD_INPUTS = {
 }
 
 
-@pytest.mark.parametrize("case", first_in_make_test(BAD_INPUTS, 4))
+@pytest.mark.parametrize("case", first_in_make_test(BAD_INPUTS, 2))
 def test_bad_input_gives_one_clear_error_and_no_output(case, google_minilm, tmp_path):
     overrides, message = BAD_INPUTS[case]
     overrides = dict(overrides)

@@ -37,6 +37,7 @@ def test_mnli_train_eval_predict_then_eval_from_the_fine_tuned_checkpoint(tiny_m
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_stsb_regression(tiny_model_dir, tmp_path):
     header, row = GLUE["STS-B/train.tsv"].splitlines()[:2]
     rows = [row.replace("\t5.000", f"\t{score:.3f}").replace("A plane", f"Plane {i}")
@@ -55,6 +56,7 @@ def test_stsb_regression(tiny_model_dir, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_custom_task_from_own_files(tiny_model_dir, tmp_path):
     rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
             "ham\tok thanks", "ham\tcall me later"]
@@ -69,6 +71,7 @@ def test_custom_task_from_own_files(tiny_model_dir, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_best_checkpoint_and_early_stopping(tiny_model_dir, tmp_path):
     rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
             "ham\tok thanks", "ham\tcall me later", "spam\tfree cash now", "ham\tsee you"]

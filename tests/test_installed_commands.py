@@ -21,6 +21,8 @@ import pytest
 from tests.helpers.task_data import GLUE
 from tools import pypi_data
 
+pytestmark = pytest.mark.extended  # tests/helpers/tiers.py: make test-all only
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL_FILES = ["bert_config_file", "vocab_file", "init_checkpoint", "do_lower_case"]
 TRAINING = ["save_checkpoints_steps", "iterations_per_loop", "use_tpu", "distribution_strategy", "mixed_precision",

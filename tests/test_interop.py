@@ -212,6 +212,7 @@ def test_huggingface_directory_round_trip_keeps_names_shapes_and_values(minilm_d
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_keras_hub_presets_load_in_keras_hub_and_back(finetuned, minilm, tmp_path):
     config, vocab, encoder = minilm
     preset = str(tmp_path / "preset")

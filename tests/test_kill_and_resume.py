@@ -19,9 +19,8 @@ import tensorflow as tf
 
 from tests.helpers import pretraining_records, small_disk
 from tests.helpers.configs import script_config, write_config
-from tests.helpers.tiers import first_in_make_test
 
-pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess, pytest.mark.extended]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KILL_AT = os.path.join(ROOT, "tests", "helpers", "kill_at.py")
@@ -166,7 +165,7 @@ def pretraining(tmp_path_factory):
         "max_eval_steps": 2, "seed": 1, "deterministic": True})
 
 
-@pytest.mark.parametrize("case", first_in_make_test(PRETRAINING_CASES, 1))
+@pytest.mark.parametrize("case", PRETRAINING_CASES)
 def test_pretraining_killed_then_rerun_ends_as_an_uninterrupted_run(pretraining, tmp_path, case):
     command, expected = pretraining
     assert expected["newest"] == "model.ckpt-6"
@@ -193,7 +192,7 @@ def finetuning(tmp_path_factory, tiny_model_dir):
         "seed": 1})
 
 
-@pytest.mark.parametrize("case", first_in_make_test(FINETUNING_CASES, 1))
+@pytest.mark.parametrize("case", FINETUNING_CASES)
 def test_finetuning_killed_then_rerun_ends_as_an_uninterrupted_run(finetuning, tmp_path, case):
     command, expected = finetuning
     assert expected["newest"] == "model.ckpt-6" and expected["evaluations"].count("\n") == 3

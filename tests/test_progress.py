@@ -149,6 +149,7 @@ def mrpc_flags(model_dir, tmp_path, epochs):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_fine_tuning_on_a_terminal_shows_an_eta_within_seconds_of_the_first_step(tiny_model_dir, tmp_path):
     """2000 steps with one metric line per 1000 (--iterations_per_loop's default), stdout and stderr on a
     pseudo-terminal. Training starts when its first step is done (that step traces and compiles the loop),
@@ -190,6 +191,7 @@ def test_fine_tuning_on_a_terminal_shows_an_eta_within_seconds_of_the_first_step
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_fine_tuning_with_its_output_redirected_writes_no_control_characters(tiny_model_dir, tmp_path):
     """200 steps, then the dev evaluation and the test predictions, stdout and stderr to pipes: plain lines
     only, the metric line and the progress's final line among them."""

@@ -182,7 +182,7 @@ def test_readme_has_python_examples():
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-@pytest.mark.parametrize("code", first_in_make_test([code for _, code in PYTHON_BLOCKS], 3,
+@pytest.mark.parametrize("code", first_in_make_test([code for _, code in PYTHON_BLOCKS], 2,
                                                     ids=[block_id for block_id, _ in PYTHON_BLOCKS]))
 def test_readme_python_example_runs(code, request, tmp_path):
     script = tmp_path / "example.py"

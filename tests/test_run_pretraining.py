@@ -45,6 +45,7 @@ def test_original_records_train_evaluate_and_resume(pretraining_data, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_two_phase_training_mlm_only_and_eval_only(pretraining_data, tmp_path):
     """Phase 2 at a longer sequence length starts from phase 1's output_dir (every weight carries over); the
     MLM-only variant has no NSP metrics; do_eval alone evaluates the latest checkpoint."""
@@ -89,6 +90,7 @@ run_pretraining.main([])
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_dynamic_masking_with_our_create_pretraining_data(pretraining_data, tmp_path):
     """Unmasked records of create_pretraining_data.py --dynamic_masking, masked by run_pretraining.py
     --dynamic_masking (--masked_lm_prob=0.2, up to 10 predictions) as it trains: per sequence the original's

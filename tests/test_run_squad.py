@@ -48,6 +48,7 @@ def test_train_predict_evaluate_then_reuse_the_cache(squad_setup):
 
 
 
+@pytest.mark.extended
 def test_best_metric_keeps_the_best_dev_f1(squad_setup):
     """SQuAD trains through the shared fine-tuning runner: --best_metric evaluates the predict file after
     every checkpoint and keeps the best weights in best/; run_squad.py has no --do_eval."""

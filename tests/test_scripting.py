@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from tests.helpers.tiers import first_in_make_test
+
 pytestmark = pytest.mark.subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,10 +36,10 @@ def run(kind, **env):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind, line", [
+@pytest.mark.parametrize("kind, line", first_in_make_test([
     ("tensorflow", "Error: TensorFlow DataLossError: corrupted record at 12"),
     ("disk", "Error: [Errno 28] cannot write /out/x: No space left on device"),
-])
+], 1))
 def test_one_error_line(kind, line):
     code, stderr = run(kind)
     assert code == 1 and "Traceback" not in stderr, stderr

@@ -150,6 +150,7 @@ def test_ids_and_embeddings_equal_sentence_transformers(reference, minilm_embedd
 
 
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_encode_sentences_script_equals_sentence_transformers(reference, minilm_dir, tmp_path):
     keep = line_safe([str(t) for t in reference["texts"]])
     assert len(keep) >= 300
@@ -188,6 +189,7 @@ def embedder_export(minilm_dir, tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_exported_serve_text_equals_sentence_transformers(reference, embedder_export, client_python,
                                                           tmp_path_factory):
     texts = [str(t) for t in reference["texts"]]
@@ -223,6 +225,7 @@ def test_read_texts_names_the_line(tmp_path):
 
 
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_encode_sentences_bad_input_is_one_clear_line(minilm_dir, tmp_path):
     good = tmp_path / "good.txt"
     good.write_text("The economy grew.\nTaxes were cut.\n", encoding="utf-8")
@@ -272,6 +275,7 @@ def test_read_pairs_names_the_line(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_run_embedder_trains_on_real_pairs_and_writes_its_settings(tmp_path):
     from tests.helpers.finetuning_scripts import make_tiny_model_dir, run
     from tools import make_pairs, pypi_data
@@ -293,6 +297,7 @@ def test_run_embedder_trains_on_real_pairs_and_writes_its_settings(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_hub_pair_of_an_embedder_returns_its_embeddings(tmp_path, minilm_dir):
     import tensorflow as tf
 

@@ -17,6 +17,7 @@ from bert_tf.data.squad import tfds as squad_tfds
 from bert_tf.evaluation.squad import evaluate
 from tests.helpers.squad_fixtures import ROOT
 from tests.helpers.squad_tfds_mock import MOCKED_RUN, mock_squad
+from tests.helpers.tiers import first_in_make_test
 from tools import make_cloze_squad
 
 tfds = pytest.importorskip("tensorflow_datasets")
@@ -130,6 +131,7 @@ def test_the_tfds_set_must_be_squad_and_agree_with_version_2_with_negative():
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended
 def test_run_squad_trains_predicts_and_evaluates_from_tfds(squad_setup):
     directory, flags = squad_setup
     output = directory / "tfds_out"
@@ -160,7 +162,7 @@ def test_run_squad_trains_predicts_and_evaluates_from_tfds(squad_setup):
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("flags, error", [
+@pytest.mark.parametrize("flags, error", first_in_make_test([
     (["--do_train=True", "--tfds_name=squad/v2.0", "--train_file=train.json"],
      "--tfds_name=squad/v2.0 replaces --train_file and --predict_file; pass either --tfds_name or the files"),
     (["--do_train=True"], "If `do_train` is True, then `train_file` (or `tfds_name`) must be specified."),
@@ -168,7 +170,7 @@ def test_run_squad_trains_predicts_and_evaluates_from_tfds(squad_setup):
      "--data_dir=/tmp/tfds is TFDS's data directory: it needs --tfds_name"),
     (["--do_predict=True", "--tfds_name=squad/v1.1"],
      "--version_2_with_negative=True needs SQuAD 2.0 data, but --tfds_name=squad/v1.1 has no unanswerable"),
-])
+], 1))
 def test_run_squad_flag_errors(squad_setup, tmp_path, flags, error):
     directory, base_flags = squad_setup
     run = run_mocked(directory, *base_flags, *flags, f"--output_dir={tmp_path}")

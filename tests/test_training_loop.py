@@ -89,6 +89,7 @@ def test_mirrored_and_multi_worker_match_one_device(training_records, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.extended
 def test_gradient_accumulation_matches_a_large_batch(training_records, tmp_path):
     """Batch 32 in 4 micro-batches of 8 == batch 32 at once, after 5 steps (dropout off)."""
     weights = []
