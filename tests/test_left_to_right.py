@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from bert_tf import BertConfig
 from bert_tf.data.pretraining import pipeline
@@ -106,6 +107,11 @@ def test_multiple_choice_and_ltr_pretrainer_keep_the_constraint():
     pretrainer = BertPretrainer(config, "ltr")
     logits = [pretrainer(x, training=False)["lm_logits"] for x in (first, second)]
     assert logits[0].shape == (2, 12, config.vocab_size) and max_diff_on_the_left(*logits) == 0.0
+    from bert_tf.export.serving import PretrainerAdapter
+
+    served = PretrainerAdapter(pretrainer).outputs({k: tf.constant(v) for k, v in first.items()})
+    assert list(served) == ["lm_logits"]  # what export_model.py --model_type=pretrainer serves for ltr
+    np.testing.assert_allclose(np.asarray(served["lm_logits"]), np.asarray(logits[0]), atol=1e-5)
     with pytest.raises(ValueError, match="objective=mlm needs a config with causal_attention=False"):
         BertPretrainer(config, "mlm")
     with pytest.raises(ValueError, match="objective=ltr needs a config with causal_attention=True"):

@@ -110,7 +110,8 @@ class EncoderAdapter(ServingAdapter):
 class PretrainerAdapter(ServingAdapter):
     """Serving outputs of a `BertPretrainer`: `masked_lm_logits` float32 [B, T, V] at every position (put
     [MASK] = 103 ids in `input_ids` to fill them in; raw text cannot, since typed "[MASK]" is split like any
-    text) and, with NSP, `next_sentence_logits` [B, 2] (index 0: B follows A)."""
+    text) and, with NSP, `next_sentence_logits` [B, 2] (index 0: B follows A); for a left-to-right
+    pretrainer (objective "ltr") `lm_logits` [B, T, V], at each position the next token's."""
 
     def outputs(self, inputs):
         positions = tf.broadcast_to(tf.range(tf.shape(inputs[INPUT_IDS])[1]), tf.shape(inputs[INPUT_IDS]))
