@@ -71,6 +71,18 @@ def random_inputs(batch_size, seq_length, num_predictions, vocab_size):
     }
 
 
+def timed_calls(call, warmup, steps):
+    """Seconds of each of `steps` calls of `call()`, after `warmup` untimed ones (XLA compiles there)."""
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(steps):
+        begin = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - begin)
+    return times
+
+
 def tf_setup(case):
     import keras
     keras.mixed_precision.set_global_policy("mixed_bfloat16" if case["dtype"] == "bfloat16" else "float32")
@@ -231,13 +243,7 @@ def run_worker(case):
         call = bert_tf_step(case, BertConfig.from_dict(config), features)
     else:
         call = {"keras_hub": keras_hub_step, "torch": torch_step}[case["library"]](case, config, features)
-    for _ in range(case["warmup"]):
-        call()
-    times = []
-    for _ in range(case["steps"]):
-        begin = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - begin)
+    times = timed_calls(call, case["warmup"], case["steps"])
     return {"time": float(np.median(times)), "times": times, "versions": library_versions(case["library"])}
 
 

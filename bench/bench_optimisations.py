@@ -34,23 +34,17 @@ import argparse
 import datetime
 import os
 import sys
-import time
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench.bench_models import timed_calls  # noqa: E402  (after the path)
+
 
 def median_ms(fn, repeats):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1e3 * float(np.median(times))
+    return 1e3 * float(np.median(timed_calls(fn, 3, repeats)))
 
 
 def dense_block(kind, x, policy):

@@ -17,7 +17,6 @@ error in its line and the others go on.
 import argparse
 import json
 import sys
-import time
 
 import numpy as np
 
@@ -37,18 +36,6 @@ def published_peak(device_name):
     return None, None
 
 
-def measure(call, warmup, steps):
-    """Median seconds of `steps` timed calls after `warmup` untimed ones."""
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(steps):
-        begin = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - begin)
-    return float(np.median(times))
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dry_run", action="store_true", help="tiny config and shapes on the CPU")
@@ -58,7 +45,7 @@ def main(argv=None):
 
     import tensorflow as tf
 
-    from bench.bench_models import bert_tf_step, load_config, random_inputs
+    from bench.bench_models import bert_tf_step, load_config, random_inputs, timed_calls
     from bert_tf.config import BertConfig
     from bert_tf.training import loop
 
@@ -83,7 +70,8 @@ def main(argv=None):
             case = {"task": task, "dtype": "bfloat16", "xla": True, "batch_size": batch_size}
             features = random_inputs(batch_size, seq_length, num_predictions, config["vocab_size"])
             with tf.device(device):
-                seconds = measure(bert_tf_step(case, bert_config, features), args.warmup, args.steps)
+                seconds = float(np.median(timed_calls(bert_tf_step(case, bert_config, features), args.warmup,
+                                                      args.steps)))
             flops = loop.training_flops_per_example(bert_config, seq_length, num_predictions)
             if task == "inference":
                 flops = loop.training_flops_per_example(bert_config, seq_length, 0) / 3

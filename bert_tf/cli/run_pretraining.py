@@ -101,9 +101,7 @@ def pretraining_objective():
     if nsp and objective != "mlm_nsp":
         raise ValueError(f"--use_next_sentence_label=True contradicts --pretraining_objective={objective}, "
                          "which has no next sentence prediction; drop --use_next_sentence_label")
-    if not nsp and objective == "ltr":
-        return objective
-    return "mlm_nsp" if nsp else "mlm"
+    return "mlm" if not nsp and objective == "mlm_nsp" else objective
 
 
 def objective_config(config, objective):

@@ -44,14 +44,17 @@ def original_token_ids(features):
     return ops.where(ops.sum(at, axis=1) > 0, originals, input_ids)
 
 
+def next_token_weights(features):
+    """float32 [B, T]: 1.0 at every position i whose next position is a real token (`input_mask` shifted by
+    one); the last position predicts nothing. From the mask alone, without restoring the tokens."""
+    return ops.pad(ops.cast(features[INPUT_MASK], "float32")[:, 1:], ((0, 0), (0, 1)))
+
+
 def next_token_targets(features):
     """(labels int32 [B, T], weights float32 [B, T]) of left-to-right LM: position i predicts the original
-    token at i + 1, for every i whose next position is a real token; the last position predicts nothing."""
+    token at i + 1, weighted by `next_token_weights`."""
     ids = original_token_ids(features) if MASKED_LM_IDS in features else ops.cast(features[INPUT_IDS], "int32")
-    mask = ops.cast(features[INPUT_MASK], "float32")
-    labels = ops.pad(ids[:, 1:], ((0, 0), (0, 1)))
-    weights = ops.pad(mask[:, 1:], ((0, 0), (0, 1)))
-    return labels, weights
+    return ops.pad(ids[:, 1:], ((0, 0), (0, 1))), next_token_weights(features)
 
 
 def pretraining_objective(config, has_next_sentence_head):
@@ -171,9 +174,9 @@ class BertPretrainer(ObjectiveModel):
     def objective_weights(self, features):
         """{term: float32 [N]}: the weight of each prediction, from the features alone (so a distributed
         loop can sum them over the global batch before the backward pass). masked_lm: `masked_lm_weights`
-        flattened, N = B * P; next_sentence: ones, N = B; lm (ltr): `next_token_targets` weights, N = B * T."""
+        flattened, N = B * P; next_sentence: ones, N = B; lm (ltr): `next_token_weights`, N = B * T."""
         if self.objective_name == "ltr":
-            return {"lm": ops.reshape(next_token_targets(features)[1], (-1,))}
+            return {"lm": ops.reshape(next_token_weights(features), (-1,))}
         weights = {"masked_lm": ops.reshape(ops.cast(features[MASKED_LM_WEIGHTS], "float32"), (-1,))}
         if self.use_next_sentence_label:
             weights["next_sentence"] = ops.ones((ops.shape(features[INPUT_IDS])[0],), "float32")
