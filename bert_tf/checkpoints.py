@@ -25,6 +25,7 @@ from bert_tf.formats.source import CheckpointSource
 GOOGLE, NATIVE = "google", "native"
 FORMAT_VERSION_NAME = "bert_tf/format_version"
 CONFIG_NAME = "bert_tf/bert_config"
+HEAD_NAME = "bert_tf/task_head"  # JSON of a task model's `head_options()` when its head is not the linear one
 FORMAT_VERSION = 1
 _PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
 # Optimizer state and step counters that Google's checkpoints carry beside the weights.
@@ -71,13 +72,14 @@ def _read_tf_checkpoint(prefix):
         version = int(read(FORMAT_VERSION_NAME))
         if version != FORMAT_VERSION:
             raise ValueError(f"{prefix}: bert_tf checkpoint format version {version}, expected {FORMAT_VERSION}")
-        config = None
-        if CONFIG_NAME in shapes:
-            config = json.loads(read(CONFIG_NAME).decode("utf-8"))
-        ignored = {FORMAT_VERSION_NAME: "format marker", CONFIG_NAME: "embedded bert_config.json"} \
-            if config is not None else {FORMAT_VERSION_NAME: "format marker"}
+        embedded = {name: json.loads(read(name).decode("utf-8")) for name in (CONFIG_NAME, HEAD_NAME)
+                    if name in shapes}
+        ignored = {FORMAT_VERSION_NAME: "format marker", CONFIG_NAME: "embedded bert_config.json",
+                   HEAD_NAME: "embedded task head options"}
+        ignored = {name: reason for name, reason in ignored.items() if name in shapes}
         weights = {n: tuple(s) for n, s in shapes.items() if n not in ignored}
-        return CheckpointSource(prefix, NATIVE, weights, read, ignored, config)
+        return CheckpointSource(prefix, NATIVE, weights, read, ignored, embedded.get(CONFIG_NAME),
+                                head=embedded.get(HEAD_NAME))
     if any(".ATTRIBUTES" in n for n in shapes):
         raise ValueError(f"{prefix}: this is a TF2 object-based checkpoint (names like "
                          f"{next(n for n in shapes if '.ATTRIBUTES' in n)}); expected a Google TF1 BERT "
@@ -156,13 +158,15 @@ def check_fits(config, path, config_name="the config"):
 @dataclasses.dataclass
 class LoadReport:
     """What `load_checkpoint` did: canonical names `mapped` into the model, checkpoint tensors `ignored`
-    (name -> reason), model variables `missing` from the checkpoint (left at their initial values)."""
+    (name -> reason), model variables `missing` from the checkpoint (left at their initial values), the
+    checkpoint's embedded task `head` options (None: none, or the linear head)."""
 
     path: str
     format: str
     mapped: list
     ignored: dict
     missing: list
+    head: dict = None
 
     def __str__(self):
         lines = [f"Loaded {self.format} checkpoint {self.path}: {len(self.mapped)} mapped, "
@@ -222,7 +226,7 @@ def load_checkpoint(model, path):
                          "(is it for a different size or config?): " + " | ".join(problems))
     for name in mapped:
         targets[name].assign(source.read(name).astype(targets[name].dtype))
-    report = LoadReport(source.path, source.format, mapped, ignored, missing)
+    report = LoadReport(source.path, source.format, mapped, ignored, missing, source.head)
     logging.info("%s", report)
     return report
 
@@ -242,12 +246,13 @@ def _write_bundle(prefix, tensors):
     run_directory.write_bundle(prefix, write)
 
 
-def save_checkpoint(weights, prefix, config=None):
+def save_checkpoint(weights, prefix, config=None, head=None):
     """Writes a bert_tf checkpoint at `prefix` (`prefix.index` + `prefix.data-*`).
 
     `weights`: a model with `checkpoint_variables()` or a {canonical name: array} dict. `config`, a
-    BertConfig, is embedded so the checkpoint describes itself. The variable names are Google's, so the
-    original TF1 code can read the `bert/` and `cls/` variables too.
+    BertConfig, is embedded so the checkpoint describes itself; so is `head`, a task model's `head_options()`
+    (a JSON-able dict, e.g. {"task_head": "bilstm", "bilstm_size": 768, "bilstm_layers": 2}), when given.
+    The variable names are Google's, so the original TF1 code can read the `bert/` and `cls/` variables too.
     """
     if hasattr(weights, "checkpoint_variables"):
         weights = {n: v.numpy() for n, v in weights.checkpoint_variables().items()}
@@ -255,4 +260,6 @@ def save_checkpoint(weights, prefix, config=None):
     tensors[FORMAT_VERSION_NAME] = np.asarray(FORMAT_VERSION, np.int64)
     if config is not None:
         tensors[CONFIG_NAME] = np.asarray(config.to_json_string().encode("utf-8"), dtype=object)
+    if head is not None:
+        tensors[HEAD_NAME] = np.asarray(json.dumps(head, sort_keys=True).encode("utf-8"), dtype=object)
     _write_bundle(prefix, tensors)

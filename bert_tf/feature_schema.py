@@ -47,6 +47,7 @@ TOKEN_IS_MAX_CONTEXT = "token_is_max_context"  # int [B, T]: 1 where this window
 SEQUENCE_OUTPUT = "sequence_output"  # [B, T, H]
 POOLED_OUTPUT = "pooled_output"  # [B, H]
 ENCODER_OUTPUTS = "encoder_outputs"  # list of L [B, T, H]
+LAYER_FEATURES = "layer_features"  # float32 [B, T, K, H]: K chosen layers of a frozen encoder (feature-based)
 MASKED_LM_LOGITS = "masked_lm_logits"  # float32 [B, P, V]
 LM_LOGITS = "lm_logits"  # float32 [B, T, V]: at each position, the next token's (left-to-right pretraining)
 NEXT_SENTENCE_LOGITS = "next_sentence_logits"  # float32 [B, 2]

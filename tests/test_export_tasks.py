@@ -17,6 +17,7 @@ import pytest
 from bert_tf import load_checkpoint, run_directory, save_checkpoint
 from bert_tf.feature_schema import INPUT_NAMES
 from bert_tf.modeling.tasks.classifier import BertClassifier
+from bert_tf.modeling.tasks.feature_tagger import BertFeatureTagger
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 from bert_tf.tokenization import FullTokenizer
@@ -49,6 +50,8 @@ MAX_ANSWER_LENGTH = 4
 TASK_FLAGS = {"classifier": ["--model_type=classifier", f"--label_list={','.join(CLASSES)}"],
               "regression": ["--model_type=classifier"],
               "ner": ["--model_type=ner"],  # labels from the labels.txt beside the checkpoint
+              "ner_bilstm": ["--model_type=ner"],  # its head (task_head=bilstm, its sizes) from the checkpoint
+              "ner_features": ["--model_type=ner"],  # feature-based: BertFeatureTagger, from the checkpoint too
               "squad": ["--model_type=squad", f"--max_answer_length={MAX_ANSWER_LENGTH}"]}
 LONG = " ".join(["the big red dog ran fast in the park"] * 12)  # truncated at SEQ_LENGTH
 SENTENCES = ["the cat sat on the mat", "John lives in Paris!", "Mary works at the big park", "", "東京 😀 café",
@@ -70,12 +73,17 @@ def make_model(task):
         return BertSpanLabeler(CONFIG)
     if task == "ner":
         return BertTokenClassifier(CONFIG, len(TAGS))
+    if task == "ner_bilstm":
+        return BertTokenClassifier(CONFIG, len(TAGS), task_head="bilstm", bilstm_size=8, bilstm_layers=2)
+    if task == "ner_features":
+        return BertFeatureTagger(CONFIG, len(TAGS), "weighted_sum_all", bilstm_size=8, bilstm_layers=1)
     return BertClassifier(CONFIG, len(CLASSES) if task == "classifier" else 1)
 
 
 def save_finetuned(model, output_dir, config):
-    """What a fine-tuning run leaves in its output_dir: model.ckpt-7 (config embedded) and the index file."""
-    save_checkpoint(model, os.path.join(output_dir, "model.ckpt-7"), config)
+    """What a fine-tuning run leaves in its output_dir: model.ckpt-7 (config and head options embedded) and
+    the index file."""
+    save_checkpoint(model, os.path.join(output_dir, "model.ckpt-7"), config, model.head_options())
     with open(os.path.join(output_dir, "checkpoint"), "w", encoding="utf-8") as f:
         f.write('model_checkpoint_path: "model.ckpt-7"\n')
 
@@ -92,7 +100,8 @@ def finetuned(tmp_path_factory):
         for task in TASK_FLAGS:
             save_finetuned(make_model(task), os.path.join(directory, task), CONFIG)
         save_finetuned(make_model("squad"), os.path.join(directory, "squad_no_config"), None)
-        run_directory.write_labels(os.path.join(directory, "ner"), TAGS)
+        for task in ("ner", "ner_bilstm", "ner_features"):
+            run_directory.write_labels(os.path.join(directory, task), TAGS)
         scripts = [export_script(*flags, f"--init_checkpoint={directory}/{task}", f"--max_seq_length={SEQ_LENGTH}",
                                  f"--vocab_file={directory}/vocab.txt", f"--export_dir={directory}/export/{task}")
                    for task, flags in TASK_FLAGS.items()]
@@ -125,7 +134,7 @@ def as_ints(ids):
 def task_requests(finetuned, tokenizer):
     """Every request of the fresh-process run, named `<task>_<signature>`."""
     requests = []
-    for task in ("classifier", "regression", "ner"):
+    for task in ("classifier", "regression", "ner", "ner_bilstm", "ner_features"):
         model = f"{finetuned}/export/{task}/1"
         requests.append({"name": f"{task}_serving_default", "model": model, "signature": "serving_default",
                          "inputs": as_ints(python_pack(tokenizer, PAIRS))})
@@ -197,9 +206,10 @@ def best_spans(start_logits, end_logits, ids):
 
 # ----------------------------------------------------------------------------------------------- tests
 
-@pytest.mark.parametrize("task", ["classifier", "regression", "ner"])
+@pytest.mark.parametrize("task", ["classifier", "regression", "ner", "ner_bilstm", "ner_features"])
 def test_task_signatures_match_the_in_process_model(task, task_client, models, tokenizer):
-    check = {"classifier": check_classifier, "regression": check_regression, "ner": check_ner}[task]
+    check = {"classifier": check_classifier, "regression": check_regression, "ner": check_ner,
+             "ner_bilstm": check_ner, "ner_features": check_ner}[task]
     requests = {"serving_default": PAIRS, **{name: pairs for name, (_, pairs) in TEXT_SIGNATURES.items()}}
     for signature, pairs in requests.items():
         got = client_outputs(task_client, f"{task}_{signature}")
@@ -255,6 +265,8 @@ def test_saved_model_cli_lists_the_task_signatures(finetuned):
         "regression": {"score": ("DT_FLOAT", "-1")},
         "ner": {"logits": ("DT_FLOAT", f"{per_token}, 5"), "tag_ids": ("DT_INT32", per_token),
                 "tags": ("DT_STRING", per_token)},
+        **{task: {"logits": ("DT_FLOAT", f"{per_token}, 5"), "tag_ids": ("DT_INT32", per_token),
+                  "tags": ("DT_STRING", per_token)} for task in ("ner_bilstm", "ner_features")},
         "squad": {"start_logits": ("DT_FLOAT", per_token), "end_logits": ("DT_FLOAT", per_token),
                   "answer_start": ("DT_INT32", "-1"), "answer_end": ("DT_INT32", "-1"),
                   "answer_score": ("DT_FLOAT", "-1")},

@@ -38,10 +38,13 @@ from bert_tf.modeling.layers.embeddings import BertEmbeddings
 from bert_tf.modeling.layers.layer_norm import BertLayerNorm
 from bert_tf.modeling.layers.output_head import OutputHead
 from bert_tf.modeling.layers.pretraining_heads import MaskedLMHead, NextSentenceHead
+from bert_tf.modeling.layers.scalar_mix import ScalarMix
 from bert_tf.modeling.layers.sentence_pooling import SentencePooling
+from bert_tf.modeling.layers.sequence_bilstm import SequenceBiLSTM
 from bert_tf.modeling.layers.transformer import BertResidualOutput, BertTransformerLayer
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
+from bert_tf.modeling.tasks.feature_tagger import BertFeatureTagger
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.modeling.tasks.objective import ObjectiveModel
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
@@ -157,6 +160,8 @@ CASES = [
          lambda c: (floats(B, c.hidden_size),), F32),
     Case(SentencePooling, lambda c: SentencePooling("mean_sqrt_len", normalize=True),
          lambda c: (hidden(c), input_mask()), F32),
+    Case(SequenceBiLSTM, lambda c: SequenceBiLSTM(5, num_layers=2), lambda c: (hidden(c), input_mask()), (F32, F32)),
+    Case(ScalarMix, lambda c: ScalarMix(3), lambda c: (floats(B, T, 3, c.hidden_size),), F32),
     # in-graph tokenization (int outputs)
     Case(BertTokenizer, lambda c: BertTokenizer(tokenizer_data.uncased_vocab_file(), do_lower_case=False),
          lambda c: (text_lines(),), None),
@@ -174,7 +179,13 @@ CASES = [
          labelled(lambda inputs: {"label_ids": np.array([0, 2], np.int32)})),
     Case(BertClassifier, lambda c: BertClassifier(c, num_labels=1), lambda c: (encoder_inputs(c),), F32,
          labelled(lambda inputs: {"label_ids": np.array([0.5, 4.0], np.float32)}), name="BertClassifier-regression"),
+    Case(BertClassifier, lambda c: BertClassifier(c, num_labels=3, task_head="bilstm", bilstm_size=6, bilstm_layers=1),
+         lambda c: (encoder_inputs(c),), F32, labelled(lambda inputs: {"label_ids": np.array([0, 2], np.int32)}),
+         name="BertClassifier-bilstm"),
     Case(BertTokenClassifier, lambda c: BertTokenClassifier(c, num_labels=5), lambda c: (encoder_inputs(c),), F32,
+         labelled(lambda inputs: {"label_ids": np.where(inputs["input_mask"] == 1, np.arange(T) % 5, -100)})),
+    Case(BertFeatureTagger, lambda c: BertFeatureTagger(c, 5, "weighted_sum_all", bilstm_size=6, bilstm_layers=1),
+         lambda c: (encoder_inputs(c),), F32,
          labelled(lambda inputs: {"label_ids": np.where(inputs["input_mask"] == 1, np.arange(T) % 5, -100)})),
     Case(BertMultipleChoice, BertMultipleChoice, lambda c: (encoder_inputs(c, (B, CHOICES, T)),), F32,
          lambda c: labelled(lambda inputs: {"label_ids": np.array([1, 2], np.int32)})(c, (B, CHOICES, T))),
@@ -183,6 +194,10 @@ CASES = [
     Case(BertSpanLabeler, BertSpanLabeler, lambda c: (encoder_inputs(c),), {"start_logits": F32, "end_logits": F32},
          labelled(lambda inputs: {"start_positions": np.array([1, 2], np.int32),
                                   "end_positions": np.array([3, 2], np.int32)})),
+    Case(BertSpanLabeler, lambda c: BertSpanLabeler(c, task_head="bilstm", bilstm_size=6, bilstm_layers=2),
+         lambda c: (encoder_inputs(c),), {"start_logits": F32, "end_logits": F32},
+         labelled(lambda inputs: {"start_positions": np.array([1, 2], np.int32),
+                                  "end_positions": np.array([3, 2], np.int32)}), name="BertSpanLabeler-bilstm"),
 ]
 MODEL_CASES = [case for case in CASES if case.is_model]
 LAYER_CASES = [case for case in CASES if not case.is_model]

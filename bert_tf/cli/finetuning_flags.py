@@ -12,6 +12,7 @@ from absl import flags, logging
 
 from bert_tf import BertConfig, run_directory
 from bert_tf.cli import flag_checks, model_flags, training_flags
+from bert_tf.modeling.tasks.task_model import TASK_HEADS
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.training.best_checkpoint import BestCheckpoint
 from bert_tf.training.finetuning import FineTuner, FineTuningOptions
@@ -40,6 +41,14 @@ flags.DEFINE_string("best_metric", None, "Evaluate the dev set after every check
                     "'loss') in output_dir/best/.")
 flags.DEFINE_integer("early_stopping_patience", 0, "With --best_metric: stop training after this many dev "
                      "evaluations in a row without improvement (0: never).")
+flags.DEFINE_enum("task_head", "linear", TASK_HEADS, "linear: the original output layer, on the pooled output "
+                  "(sentence-level tasks) or on every token's output (NER, SQuAD). bilstm: a randomly initialised "
+                  "bidirectional LSTM over the sequence output, then that output layer (Devlin et al. 2019, Table 5 "
+                  "'+ BiLSTM'); sentence-level tasks read its final forward and backward states.")
+flags.DEFINE_integer("bilstm_size", 768, "The BiLSTM's units per direction (--task_head=bilstm; run_ner.py "
+                     "--feature_based).")
+flags.DEFINE_integer("bilstm_layers", 2, "The BiLSTM's stacked bidirectional layers (--task_head=bilstm; run_ner.py "
+                     "--feature_based).")
 for _name in ("bert_config_file", "vocab_file", "output_dir"):
     flags.mark_flag_as_required(_name)
 
@@ -68,6 +77,54 @@ def setup(segments=1, modes=("do_train", "do_eval", "do_predict")):
     return strategy, config, tokenizer
 
 
+def head_options(bilstm_by=None):
+    """The task model's head keyword arguments of --task_head, --bilstm_size and --bilstm_layers ({} for the
+    linear head). bilstm_by: the flag that implies the BiLSTM head (run_ner.py's --feature_based), if set.
+    ValueError naming a BiLSTM flag given with the linear head, or a size below 1."""
+    task_head = FLAGS.task_head
+    if bilstm_by:
+        if FLAGS["task_head"].present and task_head != "bilstm":
+            raise ValueError(f"--task_head={task_head}: {bilstm_by} always trains a BiLSTM tagger")
+        task_head = "bilstm"
+    if task_head == "linear":
+        for name in ("bilstm_size", "bilstm_layers"):
+            if FLAGS[name].present:
+                raise ValueError(f"--{name} is for --task_head=bilstm, not --task_head=linear")
+        return {}
+    flag_checks.check_at_least(1, "bilstm_size", "bilstm_layers")
+    return {"task_head": task_head, "bilstm_size": FLAGS.bilstm_size, "bilstm_layers": FLAGS.bilstm_layers}
+
+
+LINEAR_HEADS = ("output_weights", "cls/squad/output_weights")  # the original fine-tuning heads' weights
+
+
+def head_flags(head):
+    """The command-line flags of a head (a model's `head_options()`, None for the linear head)."""
+    head = dict(head or {"task_head": "linear"})
+    if "feature_layers" in head:  # run_ner.py --feature_based: its BiLSTM head goes without saying
+        del head["task_head"]
+        head = {"feature_based": "true", **head}
+    order = ("feature_based", "task_head", "feature_layers", "bilstm_size", "bilstm_layers")
+    return " ".join(f"--{name}={head[name]}" for name in order if name in head)
+
+
+def check_head(report, model):
+    """After loading `report` (a LoadReport) into `model`, when the checkpoint has a fine-tuned head of
+    another kind than the flags': ValueError without --do_train (its head would go unused and an untrained
+    one predict), else one line saying that a new head trains from random weights."""
+    linear = any(name in LINEAR_HEADS for name in [*report.mapped, *report.ignored])
+    if report.head is None and not linear:
+        return  # a pretrained checkpoint: every task head starts new
+    if report.head == model.head_options():
+        return
+    if not FLAGS.do_train:
+        raise ValueError(f"{report.path} was fine-tuned with {head_flags(report.head)}; pass the same flags to "
+                         f"evaluate or predict with it (this run has {head_flags(model.head_options())})")
+    logging.warning("%s has a %s head, unused: %s trains a new head from random weights (reported as missing above)",
+                    report.path, (report.head or {"task_head": "linear"})["task_head"],
+                    head_flags(model.head_options()))
+
+
 def create_finetuner(strategy, model_fn):
     """A FineTuner of `model_fn()` with the flags' options, holding the weights to start from: when not
     training, the newest model.ckpt-N in --output_dir if there is one; otherwise --init_checkpoint."""
@@ -82,6 +139,7 @@ def create_finetuner(strategy, model_fn):
     trained = None if FLAGS.do_train else run_directory.newest_export(FLAGS.output_dir)
     if trained or FLAGS.init_checkpoint:
         report = tuner.load(trained or FLAGS.init_checkpoint)
+        check_head(report, tuner.model)
         untrained = [name for name in report.missing if not name.startswith("bert/")]
         if untrained and not FLAGS.do_train:
             logging.warning("%s has no %s: predicting with an untrained head", report.path, ", ".join(untrained))

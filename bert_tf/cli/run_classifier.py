@@ -144,7 +144,8 @@ def main(_):
     num_labels = 1 if processor.is_regression else len(processor.get_labels())
     if not processor.is_regression:
         run_directory.write_labels(FLAGS.output_dir, processor.get_labels())
-    tuner = finetuning_flags.create_finetuner(strategy, lambda: BertClassifier(config, num_labels))
+    tuner = finetuning_flags.create_finetuner(strategy, lambda: BertClassifier(
+        config, num_labels, **finetuning_flags.head_options()))
     if FLAGS.do_train:
         finetuning_flags.train(tuner, train, lambda: dev_results(tuner, processor, tokenizer))
     if FLAGS.do_eval:

@@ -11,6 +11,9 @@ words alone. The labels are the training file's tags; a dev or tagged test file 
 error before training. Each word's label is predicted at its first word piece (Devlin et al. 2019, section
 5.3). The same flags as run_classifier.py otherwise.
 
+`--feature_based` trains a BiLSTM tagger on the frozen encoder's activations instead of fine-tuning (the
+paper's Table 7), with the same outputs; `--task_head=bilstm` fine-tunes the encoder with that BiLSTM head.
+
 Writes to --output_dir: model.ckpt-N, eval_results.txt (entity-level eval_precision, eval_recall, eval_f1
 computed as conlleval, token eval_accuracy, eval_loss, global_step, loss), eval_predictions.txt and
 test_predictions.txt (`word [gold] predicted` per line: conlleval's input format).
@@ -27,7 +30,8 @@ from bert_tf.cli import finetuning_flags, scripting, training_flags
 from bert_tf.data.tasks import tagging
 from bert_tf.evaluation import conlleval
 from bert_tf.evaluation.probabilities import softmax_cross_entropy
-from bert_tf.feature_schema import LABEL_IDS
+from bert_tf.feature_schema import LABEL_IDS, LAYER_FEATURES
+from bert_tf.modeling.tasks.feature_tagger import BertFeatureTagger
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
 FLAGS = flags.FLAGS
@@ -36,6 +40,14 @@ flags.mark_flag_as_required("data_dir")
 flags.DEFINE_string("train_file", "train.txt", "Training sentences (CoNLL format), in --data_dir.")
 flags.DEFINE_string("dev_file", "dev.txt", "Dev sentences (CoNLL format, tagged), in --data_dir.")
 flags.DEFINE_string("test_file", "test.txt", "Sentences to tag (CoNLL format, tags optional), in --data_dir.")
+flags.DEFINE_bool("feature_based", False, "The feature-based approach (Devlin et al. 2019, section 5.3, Table 7): "
+                  "the encoder is frozen, the activations of --feature_layers are computed once per training "
+                  "sentence and cached in memory, and a randomly initialised BiLSTM tagger (--bilstm_size, "
+                  "--bilstm_layers) trains on them.")
+flags.DEFINE_string("feature_layers", "concat_last_four", "--feature_based: the activations the tagger reads: "
+                    "embeddings, second_to_last, last, weighted_sum_last_four, concat_last_four (the paper's best), "
+                    "weighted_sum_all, or layer indices such as 10,11,12 (0: the embeddings; concatenated). Weighted "
+                    "sums learn softmax-normalised scalar weights and a scale, as ELMo.")
 
 
 @functools.cache  # read once, also when the dev set is evaluated at every checkpoint
@@ -73,6 +85,25 @@ def evaluate(tuner, labels, tokenizer):
             "eval_accuracy": scores.accuracy, "eval_loss": loss, "loss": loss, "global_step": tuner.global_step}
 
 
+def make_model(config, num_labels):
+    """The tagger of the flags: BertFeatureTagger with --feature_based, else BertTokenClassifier."""
+    if FLAGS.feature_based:
+        return BertFeatureTagger(config, num_labels, FLAGS.feature_layers,
+                                 **finetuning_flags.head_options(bilstm_by="--feature_based"))
+    if FLAGS["feature_layers"].present:
+        raise ValueError("--feature_layers is for --feature_based")
+    return BertTokenClassifier(config, num_labels, **finetuning_flags.head_options())
+
+
+def with_cached_features(tuner, features):
+    """`features` with `layer_features` float32 [N, T, K, H]: the frozen encoder's chosen layers of every
+    training sentence, computed once (the tagger's training reads them instead of running the encoder)."""
+    cached = tuner.predict(features, FLAGS.train_batch_size, "layer_features", "feature extraction")
+    logging.info("Cached the features of %d sentences: %s float32, %.1f MB in memory", len(cached),
+                 "x".join(map(str, cached.shape)), cached.nbytes / 1e6)
+    return {**features, LAYER_FEATURES: cached}
+
+
 def main(_):
     strategy, config, tokenizer = finetuning_flags.setup()
     train = read(FLAGS.train_file)
@@ -84,9 +115,11 @@ def main(_):
     if FLAGS.do_predict:
         tagging.check_tags(read(FLAGS.test_file), labels)
     run_directory.write_labels(FLAGS.output_dir, labels)
-    tuner = finetuning_flags.create_finetuner(strategy, lambda: BertTokenClassifier(config, len(labels)))
+    tuner = finetuning_flags.create_finetuner(strategy, lambda: make_model(config, len(labels)))
     if FLAGS.do_train:
         features, _ = convert(FLAGS.train_file, tuple(labels), tokenizer)
+        if FLAGS.feature_based:
+            features = with_cached_features(tuner, features)
         finetuning_flags.train(tuner, features, lambda: evaluate(tuner, labels, tokenizer))
     if FLAGS.do_eval:
         training_flags.write_results(evaluate(tuner, labels, tokenizer))

@@ -155,7 +155,8 @@ def main(_):
     if FLAGS.verbose_logging:
         logging.set_verbosity(logging.DEBUG)
     validate_flags()
-    tuner = finetuning_flags.create_finetuner(strategy, lambda: BertSpanLabeler(config))
+    tuner = finetuning_flags.create_finetuner(strategy, lambda: BertSpanLabeler(
+        config, **finetuning_flags.head_options()))
     if FLAGS.do_train:
         finetuning_flags.train(tuner, training_input(tokenizer), lambda: dev_results(tuner, tokenizer))
     if FLAGS.do_predict and tuner.is_chief:

@@ -48,7 +48,8 @@ def evaluate(tuner, tokenizer):
 
 def main(_):
     strategy, config, tokenizer = finetuning_flags.setup(segments=2)  # context and ending
-    tuner = finetuning_flags.create_finetuner(strategy, lambda: BertMultipleChoice(config))
+    tuner = finetuning_flags.create_finetuner(strategy, lambda: BertMultipleChoice(
+        config, **finetuning_flags.head_options()))
     if FLAGS.do_train:
         finetuning_flags.train(tuner, features_of("train", tokenizer), lambda: evaluate(tuner, tokenizer))
     if FLAGS.do_eval:

@@ -21,9 +21,11 @@ from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
+from bert_tf.modeling.tasks.feature_tagger import BertFeatureTagger
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer, pretraining_objective
 from bert_tf.modeling.tasks.span_labeler import HEAD_SCOPE as SQUAD_HEAD_SCOPE
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
+from bert_tf.modeling.tasks.task_model import BILSTM_SCOPE
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
 MODEL_TYPES = ("encoder", "classifier", "squad", "ner", "pretrainer", "embedder")
@@ -36,12 +38,13 @@ QUANTIZATION_MODES = ("int8",)
 
 _NEXT_SENTENCE = "cls/seq_relationship/output_weights"
 _POOLER = ("bert/pooler/",)
-_HEADS = {"classifier": "output_weights", "ner": "output_weights", "squad": SQUAD_HEAD_SCOPE + "output_weights"}
+_HEAD_SCOPES = {"classifier": "", "ner": "", "squad": SQUAD_HEAD_SCOPE}
 
 
 def head_size(source, model_type):
-    """The number of outputs of the fine-tuned head of `model_type` in the opened checkpoint `source`."""
-    name = _HEADS[model_type]
+    """The number of outputs of the fine-tuned head of `model_type` in the opened checkpoint `source` (its
+    linear head, or the head its embedded `head` options describe)."""
+    name = _HEAD_SCOPES[model_type] + (BILSTM_SCOPE if source.head else "") + "output_weights"
     if name not in source.shapes:
         raise ValueError(f"{source.path} has no {name}: not a fine-tuned {model_type} checkpoint (pass a "
                          "fine-tuning --output_dir or one of its model.ckpt-N as --init_checkpoint)")
@@ -115,6 +118,7 @@ def build_model(model_type, config, checkpoint, label_list=None, max_answer_leng
 def _build(model_type, config, checkpoint, label_list, max_answer_length, embedder_options):
     """build_model under the caller's dtype policy: (model with its weights loaded, adapter)."""
     source = open_checkpoint(checkpoint)
+    head = source.head or {}  # a fine-tuned task model's head options (e.g. a BiLSTM head), embedded by training
     unused = ()  # variable name prefixes the checkpoint may lack: parts of the model that outputs never read
     if model_type == "encoder":
         model = BertEncoder(config)
@@ -125,19 +129,20 @@ def _build(model_type, config, checkpoint, label_list, max_answer_length, embedd
         model = BertPretrainer(config, objective=pretraining_objective(config, nsp))
         adapter, unused = serving.PretrainerAdapter(model), () if nsp else _POOLER
     elif model_type == "classifier":
-        model = BertClassifier(config, head_size(source, model_type))
+        model = BertClassifier(config, head_size(source, model_type), **head)
         adapter = _task_adapter("label_list", task_adapters.ClassifierAdapter, model, label_list)
     elif model_type == "embedder":
         options = {**sentence_transformers.DEFAULTS, **embedder_options}
         model = BertSentenceEmbedder(config, options["pooling"], options["normalize"])
         adapter, unused = task_adapters.EmbedderAdapter(model), _POOLER
     elif model_type == "ner":
-        model = BertTokenClassifier(config, head_size(source, model_type))
+        tagger = BertFeatureTagger if "feature_layers" in head else BertTokenClassifier
+        model = tagger(config, head_size(source, model_type), **head)
         adapter = _task_adapter("label_list", task_adapters.TokenClassifierAdapter, model, label_list)
         unused = _POOLER
     else:
         head_size(source, model_type)
-        model = BertSpanLabeler(config)
+        model = BertSpanLabeler(config, **head)
         adapter = _task_adapter("max_answer_length", task_adapters.SpanLabelerAdapter, model, max_answer_length)
         unused = _POOLER
     report = load_checkpoint(model, checkpoint)

@@ -70,6 +70,9 @@ def convert(path, output_dir, output_format, config, model_type=None, vocab_file
     atomic_io.check_new_directory(output_dir)  # before any weight is read
     check_fits(config, path)
     source = open_checkpoint(path)
+    if source.head is not None and model_type != model_types.ENCODER:
+        raise ValueError(f"{source.path} has a {source.head['task_head']} task head ({source.head}), which only "
+                         "bert_tf has: pass --model_type=encoder to convert its encoder alone")
     model_type = model_type or model_types.infer_model_type(source.shapes, _hint(source), source.path)
     names = model_types.model_names(model_type, source.shapes, path=source.path)
     dropped = sorted(set(source.shapes) - set(names))

@@ -8,13 +8,14 @@ class CheckpointSource:
 
     Attributes: `path`, `format` (google | huggingface | keras_hub | native), `shapes` {canonical name: shape},
     `ignored` {original name: reason} for tensors that are deliberately not weights, `config` (a dict of
-    Google bert_config.json fields, or None), `labels` (label names in id order, or None).
+    Google bert_config.json fields, or None), `labels` (label names in id order, or None), `head` (the task
+    head's options when it is not the original linear one, e.g. {"task_head": "bilstm", ...}; else None).
     `read(name)` returns the NumPy array of a canonical name in Google's layout.
     """
 
-    def __init__(self, path, fmt, shapes, reader, ignored, config=None, labels=None):
+    def __init__(self, path, fmt, shapes, reader, ignored, config=None, labels=None, head=None):
         self.path, self.format, self.shapes, self._reader = path, fmt, shapes, reader
-        self.ignored, self.config, self.labels = ignored, config, labels
+        self.ignored, self.config, self.labels, self.head = ignored, config, labels, head
 
     def read(self, name):
         return self._reader(name)

@@ -88,7 +88,7 @@ class FineTuner:
             self.model = model_fn()
             self.model.build()
         self.global_step = 0
-        self._forward = None
+        self._forwards = {}  # {model method name: its tf.function}
 
     def load(self, checkpoint):
         """Loads pretrained or fine-tuned weights (any `--init_checkpoint` format); a fresh head is reported."""
@@ -143,25 +143,27 @@ class FineTuner:
 
         return TrainingInput(num_examples(features), dataset_fn, tuple(features[INPUT_IDS].shape[1:]))
 
-    def predict(self, features, batch_size):
+    def predict(self, features, batch_size, method="__call__", what="prediction"):
         """The model's outputs (float32 NumPy [N, ...]) for every example of `features`, in order, computed
-        on this host in batches of `batch_size` (compiled with XLA when the options say so).
+        on this host in batches of `batch_size` (compiled with XLA when the options say so). `method`: the
+        model method to run (e.g. BertFeatureTagger's "layer_features"), called with training=False.
 
         Batches group examples of similar length and drop the padding they all share
         (`length_sorted_batches`): the outputs are those of full-length batches (within float rounding),
-        in a fraction of the time on short texts. An output with one axis more than `input_ids` is per
-        token (e.g. [N, T, labels]): it comes back padded with zeros to the full T. Shows the progress in
-        examples (`bert_tf.progress`).
+        in a fraction of the time on short texts. An output with more axes than `input_ids` is per token
+        (e.g. [N, T, labels]): it comes back padded with zeros to the full T. Shows the progress in examples
+        (`bert_tf.progress`), named `what`.
         """
-        if self._forward is None:
-            self._forward = tf.function(lambda batch: self.model(batch, training=False),
-                                        jit_compile=self.options.use_xla, reduce_retracing=True)
+        if method not in self._forwards:
+            function = getattr(self.model, method)
+            self._forwards[method] = tf.function(lambda batch: function(batch, training=False),
+                                                 jit_compile=self.options.use_xla, reduce_retracing=True)
         count, full_shape = num_examples(features), features[INPUT_IDS].shape
         outputs = None
-        with Progress("prediction", count, "examples") as progress:
+        with Progress(what, count, "examples") as progress:
             for indexes, inputs in length_sorted_batches(features, batch_size):
-                batch = self._forward(inputs).numpy()
-                if batch.ndim == len(full_shape) + 1:  # per token: pad back to max_seq_length
+                batch = self._forwards[method](inputs).numpy()
+                if batch.ndim > len(full_shape):  # per token: pad back to max_seq_length
                     batch = np.pad(batch, [(0, 0), (0, full_shape[-1] - batch.shape[1])] + [(0, 0)] * (batch.ndim - 2))
                 if outputs is None:
                     outputs = np.zeros((count,) + batch.shape[1:], batch.dtype)

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from bert_tf.feature_schema import LABEL_IDS, POOLED_OUTPUT
+from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
 
@@ -38,7 +38,7 @@ class BertClassifier(BertTaskModel):
         return {"regression": ("loss",)} if self.is_regression else {"classification": ("loss", "accuracy")}
 
     def call(self, inputs, training=None):
-        return self.head(self.encode(inputs, training)[POOLED_OUTPUT], training=training)
+        return self.head(self.sentence_features(inputs, training), training=training)
 
     def objective_weights(self, features):
         return {term: self.example_weights(features) for term in self.objective_metrics()}

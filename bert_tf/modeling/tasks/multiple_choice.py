@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from bert_tf.feature_schema import INPUT_IDS, INPUT_NAMES, LABEL_IDS, POOLED_OUTPUT
+from bert_tf.feature_schema import INPUT_IDS, INPUT_NAMES, LABEL_IDS
 from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
 
@@ -29,7 +29,7 @@ class BertMultipleChoice(BertTaskModel):
     def call(self, inputs, training=None):
         shape = ops.shape(inputs[INPUT_IDS])
         flat = {k: ops.reshape(inputs[k], (-1, shape[-1])) for k in INPUT_NAMES if k in inputs}
-        scores = self.head(self.encode(flat, training)[POOLED_OUTPUT], training=training)
+        scores = self.head(self.sentence_features(flat, training), training=training)
         return ops.reshape(scores, (-1, shape[1]))
 
     def objective_weights(self, features):

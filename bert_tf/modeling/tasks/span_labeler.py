@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from bert_tf.feature_schema import END_LOGITS, INPUT_IDS, SEQUENCE_OUTPUT, SPAN_LABELS, START_LOGITS
+from bert_tf.feature_schema import END_LOGITS, INPUT_IDS, SPAN_LABELS, START_LOGITS
 from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
 
@@ -45,7 +45,7 @@ class BertSpanLabeler(BertTaskModel):
         if not isinstance(inputs, dict) or INPUT_IDS not in inputs:
             raise ValueError(f"BertSpanLabeler inputs must be a dict with input_ids, input_mask, segment_ids; got "
                              f"{sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__}")
-        logits = self.head(self.encode(inputs, training)[SEQUENCE_OUTPUT], training=training)
+        logits = self.head(self.token_features(inputs, training), training=training)
         return {START_LOGITS: logits[..., 0], END_LOGITS: logits[..., 1]}
 
     def objective_features(self, x, y):
@@ -73,10 +73,11 @@ class BertSpanLabeler(BertTaskModel):
         return {"span": {"loss": loss, "accuracy": hits}}
 
     def checkpoint_variables(self):
-        """{Google checkpoint name: variable}: the encoder's `bert/...` names and `cls/squad/output_*`."""
+        """{Google checkpoint name: variable}: the encoder's `bert/...` names and the head's under `cls/squad/`
+        (`cls/squad/output_*`; with the BiLSTM head `cls/squad/bilstm/...`)."""
         if not self.built:
             self.build()
-        head = {HEAD_SCOPE + name: variable for name, variable in self.head.checkpoint_variables().items()}
+        head = {HEAD_SCOPE + name: variable for name, variable in self.head_variables().items()}
         return {**self.encoder.checkpoint_variables(), **head}
 
     def get_config(self):

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from bert_tf.feature_schema import IGNORE_LABEL, LABEL_IDS, SEQUENCE_OUTPUT
+from bert_tf.feature_schema import IGNORE_LABEL, LABEL_IDS
 from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
 
@@ -30,7 +30,7 @@ class BertTokenClassifier(BertTaskModel):
         return {"tagging": ("loss", "accuracy")}
 
     def call(self, inputs, training=None):
-        return self.head(self.encode(inputs, training)[SEQUENCE_OUTPUT], training=training)
+        return self.head(self.token_features(inputs, training), training=training)
 
     def objective_weights(self, features):
         labels = features[LABEL_IDS]
