@@ -114,7 +114,8 @@ class Trainer:
     num_accumulation_steps: micro-batches per update (each replica's batch is split; gradients are summed).
     use_xla: compile the forward/backward pass with XLA.
     clip_norm: clip the summed gradients to this global norm (the original: 1.0); None: no clipping.
-    flops_per_example: training FLOPs per example (`training_flops_per_example`), for the MFU in the log.
+    flops_per_example: training FLOPs per example (`training_flops_per_example`), for the MFU in the log;
+      used only when batches have a fixed length (batches cut to their longest example have no fixed FLOPs).
     A `keras.optimizers.LossScaleOptimizer` (float16) scales the loss and skips non-finite updates.
     """
 
@@ -365,7 +366,7 @@ class Trainer:
         start_step = self._restore(state, state_dir, data, data_dir) or 0
         writer = tf.summary.create_file_writer(os.path.join(model_dir, "train")) if self.is_chief else None
         peak = None
-        if self.flops_per_example:
+        if self.flops_per_example and seq_length:  # trimmed batches: not the FLOPs of full-length ones
             device = self.strategy.extended.worker_devices[0]
             peak = measure_peak_flops(device, keras.mixed_precision.global_policy().compute_dtype)
             peak *= self.strategy.num_replicas_in_sync
