@@ -208,6 +208,10 @@ BASH_NOT_RUN = {
     "feature-extraction-the-papers-feature-based-approach-1": "run as written on MiniLM by readme_features",
     "pretraining-run_pretrainingpy-2": "multi-worker TF_CONFIG on two machines (tests/test_training_loop.py "
                                        "trains on two processes on 127.0.0.1)",
+    "feature-extraction-the-papers-feature-based-approach-2": "WNUT-16 for 5 epochs: test_feature_based.py runs "
+                                                              "run_ner.py --feature_based on a tiny model",
+    "the-papers-experiments-at-small-scale-1": "hours of CPU: test_paper_tables.py runs the script's refusal of "
+                                               "a bad table and the tables from real result files",
     "precision-and-litert-which-export-to-serve-2": "needs docker and the tensorflow/serving image (the SavedModels "
                                                     "load in a clean venv in tests/test_export*.py)",
 }
