@@ -85,15 +85,14 @@ table7() {
   echo "Table 7: WNUT-16, MiniLM-L6, seeds ${seeds[*]}"
   local seed choice
   for seed in "${seeds[@]}"; do
-    once "$out/table7/fine_tuning/seed$seed" python3 run_ner.py "${minilm[@]}" --data_dir="$out/data/wnut" \
-      --do_train --do_eval --max_seq_length=64 --train_batch_size=32 --learning_rate=5e-5 \
-      --num_train_epochs="$ner_epochs" --mixed_precision=bfloat16 --seed="$seed" \
+    local ner=(python3 run_ner.py "${minilm[@]}" --data_dir="$out/data/wnut" --do_train --do_eval
+               --max_seq_length=64 --train_batch_size=32 --num_train_epochs="$ner_epochs"
+               --mixed_precision=bfloat16 --seed="$seed")
+    once "$out/table7/fine_tuning/seed$seed" "${ner[@]}" --learning_rate=5e-5 \
       --output_dir="$out/table7/fine_tuning/seed$seed"
     for choice in embeddings second_to_last last weighted_sum_last_four concat_last_four weighted_sum_all; do
-      once "$out/table7/$choice/seed$seed" python3 run_ner.py "${minilm[@]}" --data_dir="$out/data/wnut" \
-        --feature_based --feature_layers="$choice" --bilstm_size="$bilstm_size" --bilstm_layers=2 \
-        --do_train --do_eval --max_seq_length=64 --train_batch_size=32 --learning_rate=2e-3 \
-        --num_train_epochs="$ner_epochs" --mixed_precision=bfloat16 --seed="$seed" \
+      once "$out/table7/$choice/seed$seed" "${ner[@]}" --feature_based --feature_layers="$choice" \
+        --bilstm_size="$bilstm_size" --bilstm_layers=2 --learning_rate=2e-3 \
         --output_dir="$out/table7/$choice/seed$seed"
     done
   done
