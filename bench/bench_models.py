@@ -1,4 +1,5 @@
-"""Encoder inference and the pretraining step, side by side: bert_tf vs KerasHub vs HuggingFace PyTorch BERT.
+"""Encoder inference and the pretraining step, side by side: bert_tf vs KerasHub vs Model Garden vs HuggingFace
+PyTorch BERT.
 
     python bench/bench_models.py [--config=base] [--batch_sizes=1,8,32] [--seq_lengths=128,512]
         [--train_seq_lengths=128] [--dtypes=float32,bfloat16] [--xla=on,off] [--tasks=inference,train]
@@ -8,15 +9,18 @@ Same model shapes (a bert_tf config json: `--config=base` is bert_tf/configs/ber
 random weights, random ids (no padding, segments half 0 / half 1). Paths:
 
   inference  forward pass of the encoder (sequence + pooled output), no dropout:
-             bert_tf `BertEncoder` | KerasHub `BertBackbone` | HF `BertModel` (torch.inference_mode)
+             bert_tf `BertEncoder` | KerasHub `BertBackbone` | Model Garden `BertEncoderV2` (tf_keras, exact
+             GELU) | HF `BertModel` (torch.inference_mode)
   train      one pretraining step, masked LM + next sentence prediction, AdamW update:
              bert_tf `BertPretrainer` through the real `bert_tf.training.loop.Trainer` step (MLM head at the
              gathered positions) | KerasHub `BertBackbone` + `keras_hub.layers.MaskedLMHead` (what
              `BertMaskedLM` builds, tied to the token embedding, at the gathered positions) + a Dense(2) NSP
-             head on the pooled output, a GradientTape step | HF `BertForPreTraining` with `labels` and
+             head on the pooled output, a GradientTape step | Model Garden `BertPretrainerV2` (its MLM head at
+             the gathered positions, a `ClassificationHead` for NSP) with tf_keras' AdamW, the same step |
+             HF `BertForPreTraining` with `labels` and
              `next_sentence_label` (its MLM head runs on all T positions: that is HF's design) + torch AdamW
 
-float32 and bfloat16: the TF paths with the Keras `mixed_bfloat16` policy, torch with
+float32 and bfloat16: the TF paths with the Keras (tf_keras for Model Garden) `mixed_bfloat16` policy, torch with
 `torch.autocast("cpu", torch.bfloat16)`. `--xla=on,off`: jit_compile of the TF paths (torch runs eager).
 
 Every measurement is a fresh subprocess with one library (TF and torch in one process fight over threads),
@@ -30,9 +34,11 @@ ceil(0.15 T) masked positions for every library (HF's extra MLM work on the othe
 inference: a third of the encoder's training FLOPs. The table and the command go to bench/RESULTS.md
 (appended under a file lock).
 
-bert_tf runs in this Python. The peers run in a venv under ~/.cache built once per machine (file lock) with
-pinned torch (the CPU wheel), transformers, tensorflow and keras at this process's versions, and keras-hub:
-they are never installed into this Python.
+bert_tf runs in this Python. The peers run in venvs under ~/.cache built once per machine (file lock), never
+in this Python: KerasHub and HF in one with pinned torch (the CPU wheel), transformers, tensorflow and keras at
+this process's versions, and keras-hub; Model Garden in its own with tensorflow at this version, tf-keras,
+gin-config and scipy, and `tf-models-nightly` installed with --no-deps (its declared dependencies ask for
+tf-nightly).
 """
 
 import argparse
@@ -46,7 +52,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_NAMES = {"tiny", "mini", "small", "medium", "base", "large"}  # bert_tf/configs/ (workers run in peer venvs)
 TORCH, TRANSFORMERS, KERAS_HUB = "2.13.0", "5.24.0", "0.32.0"
-LIBRARIES = ("bert_tf", "keras_hub", "torch")
+MODEL_GARDEN = ["tf-models-nightly==2.21.0.dev20260217"]  # installed with --no-deps
+MODEL_GARDEN_DEPENDENCIES = ["gin-config==0.5.0", "scipy==1.17.1"]  # + tensorflow and tf-keras at this TF version
+LIBRARIES = ("bert_tf", "keras_hub", "model_garden", "torch")
+NAMES = {"bert_tf": "bert_tf", "keras_hub": "KerasHub", "model_garden": "Model Garden", "torch": "HF torch"}
 
 
 # ------------------------------------------------------------------------------- worker (one per process)
@@ -168,6 +177,67 @@ def keras_hub_step(case, config, features):
     return lambda: step().numpy()
 
 
+def model_garden_step(case, config, features):
+    """Model Garden's BertEncoderV2 (inference) or BertPretrainerV2 (MLM at the gathered positions + NSP
+    ClassificationHead) with tf_keras' AdamW (training step), on tf_keras (Keras 2)."""
+    import tensorflow as tf
+    import tf_keras
+    from official.nlp.modeling import layers, models, networks
+    tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if case["dtype"] == "bfloat16" else "float32")
+    init = tf_keras.initializers.TruncatedNormal(stddev=config["initializer_range"])
+
+    def gelu(x):  # exact: Model Garden's default is the tanh approximation
+        return tf_keras.activations.gelu(x, approximate=False)
+
+    encoder = networks.BertEncoderV2(
+        vocab_size=config["vocab_size"], hidden_size=config["hidden_size"], num_layers=config["num_hidden_layers"],
+        num_attention_heads=config["num_attention_heads"], max_sequence_length=config["max_position_embeddings"],
+        type_vocab_size=config["type_vocab_size"], inner_dim=config["intermediate_size"], inner_activation=gelu,
+        output_dropout=config["hidden_dropout_prob"], attention_dropout=config["attention_probs_dropout_prob"],
+        initializer=init)
+    inputs = {"input_word_ids": tf.constant(features["input_ids"]), "input_mask": tf.constant(features["input_mask"]),
+              "input_type_ids": tf.constant(features["segment_ids"])}
+    if case["task"] == "inference":
+        forward = tf.function(lambda x: (lambda o: (o["sequence_output"], o["pooled_output"]))(
+            encoder(x, training=False)), jit_compile=case["xla"])
+        return lambda: [t.numpy() for t in forward(inputs)]
+    pretrainer = models.BertPretrainerV2(
+        encoder_network=encoder, mlm_activation=gelu, mlm_initializer=init,
+        classification_heads=[layers.ClassificationHead(inner_dim=config["hidden_size"], num_classes=2,
+                                                         initializer=init, name="next_sentence")])
+    inputs["masked_lm_positions"] = tf.constant(features["masked_lm_positions"])
+    mlm_ids, nsp_labels = tf.constant(features["masked_lm_ids"]), tf.constant(features["next_sentence_labels"])
+    mlm_weights = tf.constant(features["masked_lm_weights"])
+
+    def loss_fn():
+        outputs = pretrainer(inputs, training=True)
+        mlm_loss = tf_keras.losses.sparse_categorical_crossentropy(
+            mlm_ids, tf.cast(outputs["mlm_logits"], tf.float32), from_logits=True)
+        nsp_loss = tf_keras.losses.sparse_categorical_crossentropy(
+            nsp_labels[:, 0], tf.cast(outputs["next_sentence"], tf.float32), from_logits=True)
+        return tf.reduce_sum(mlm_loss * mlm_weights) / tf.reduce_sum(mlm_weights) + tf.reduce_mean(nsp_loss)
+
+    loss_fn()  # builds the heads
+    variables = pretrainer.trainable_variables
+    optimizer = tf_keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6)
+    optimizer.build(variables)
+
+    @tf.function(jit_compile=case["xla"])
+    def gradients():
+        with tf.GradientTape() as tape:
+            loss = loss_fn()
+        return loss, tape.gradient(loss, variables)
+
+    @tf.function
+    def step():  # as the KerasHub step: the update outside the compiled forward/backward
+        loss, grads = gradients()
+        grads, _ = tf.clip_by_global_norm(grads, 1.0)
+        optimizer.apply_gradients(zip(grads, variables))
+        return loss
+
+    return lambda: step().numpy()
+
+
 def torch_step(case, config, features):
     """HF transformers' BertModel (inference) or BertForPreTraining + AdamW (training step), CPU, eager."""
     import contextlib
@@ -227,6 +297,9 @@ def library_versions(library):
     if library == "keras_hub":
         import keras_hub
         versions += f", keras-hub {keras_hub.__version__}"
+    if library == "model_garden":
+        import tf_keras
+        versions = f"TF {tf.__version__}, tf-keras {tf_keras.__version__}, {MODEL_GARDEN[0]}"
     return versions
 
 
@@ -242,7 +315,8 @@ def run_worker(case):
         from bert_tf.config import BertConfig
         call = bert_tf_step(case, BertConfig.from_dict(config), features)
     else:
-        call = {"keras_hub": keras_hub_step, "torch": torch_step}[case["library"]](case, config, features)
+        steps = {"keras_hub": keras_hub_step, "model_garden": model_garden_step, "torch": torch_step}
+        call = steps[case["library"]](case, config, features)
     times = timed_calls(call, case["warmup"], case["steps"])
     return {"time": float(np.median(times)), "times": times, "versions": library_versions(case["library"])}
 
@@ -262,6 +336,19 @@ def peer_python():
             f"keras=={keras.__version__}", f"keras-hub=={KERAS_HUB}"]
     key = f"py{platform.python_version()}-" + "-".join(pin.replace("==", "") for pin in pins)
     return pinned_venv_python(f"bert_tf_bench_venv-{key}", pins)
+
+
+def model_garden_python():
+    """The python of Model Garden's venv (tensorflow at this version, tf-keras, tf-models-nightly), built once
+    per machine under ~/.cache."""
+    import platform
+
+    import tensorflow as tf
+
+    from tools.pinned_venv import pinned_venv_python
+    pins = [f"tensorflow=={tf.__version__}", f"tf-keras=={tf.__version__}", *MODEL_GARDEN_DEPENDENCIES]
+    key = f"py{platform.python_version()}-" + "-".join(pin.replace("==", "") for pin in pins + MODEL_GARDEN)
+    return pinned_venv_python(f"bert_tf_model_garden_venv-{key}", pins, no_deps=MODEL_GARDEN)
 
 
 def run_case(case, python, timeout):
@@ -337,10 +424,14 @@ def main():
                                           "warmup": args.warmup, "steps": args.steps,
                                           "torch_threads": args.torch_threads})
     pythons = {"bert_tf": sys.executable, "peak": sys.executable}
-    if set(libraries) - {"bert_tf"}:
+    if {"keras_hub", "torch"} & set(libraries):
         begin = time.perf_counter()
         pythons["keras_hub"] = pythons["torch"] = peer_python()
         print(f"peer venv: {pythons['torch']} ({time.perf_counter() - begin:.0f} s)", flush=True)
+    if "model_garden" in libraries:
+        begin = time.perf_counter()
+        pythons["model_garden"] = model_garden_python()
+        print(f"Model Garden venv: {pythons['model_garden']} ({time.perf_counter() - begin:.0f} s)", flush=True)
 
     def peaks():
         return {d: run_case({"library": "peak", "dtype": d}, sys.executable, args.timeout) for d in dtypes}
@@ -365,7 +456,7 @@ def main():
     peak = {d: max(p.get("peak", 0.0) for p in (first_peaks[d], last_peaks[d])) for d in dtypes}
     elapsed = time.perf_counter() - begin
 
-    names = {"bert_tf": "bert_tf", "keras_hub": "KerasHub", "torch": "HF torch"}
+    names = NAMES
     table = ["| task | library | batch | seq | dtype | XLA | median ms | examples/s | tokens/s | MFU | runs |",
              "|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|"]
     best_settings = {}  # (task, batch, seq) -> {library: (examples/s, setting)}

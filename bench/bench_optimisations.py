@@ -11,7 +11,9 @@
              gradient; what inference runs) vs gelu_for_training (what BertDense runs in training: forward and
              hand-written backward each one XLA kernel);
   layer_norm forward + backward of LayerNorm on a float32 hidden state [B * T, 768]: keras.layers.
-             LayerNormalization (automatic gradient) vs BertLayerNorm in training (two XLA kernels);
+             LayerNormalization (automatic gradient) vs BertLayerNorm in training (two XLA kernels); and the
+             forward alone as inference runs it: keras.layers.LayerNormalization vs BertLayerNorm
+             (`layer_norm_for_inference`, six plain ops);
   dropout    one training-mode dropout of rate 0.1 on the attention probabilities [B, 12, T, T] (float32) and
              on a hidden state [B, T, 768] (bfloat16): keras.layers.Dropout vs bert_tf's BertDropout;
   qkv        the attention projections: three BertDense vs one fused [768, 2304] matmul whose kernel is the
@@ -106,6 +108,19 @@ def layer_norm_block(kind, shape):
 
     layer.build(shape)
     return forward_backward_block(function, shape, tf.float32, [layer.gamma, layer.beta])
+
+
+def layer_norm_inference_block(kind, shape):
+    """The inference forward of keras' LayerNormalization or BertLayerNorm on a random float32 x [shape]."""
+    import keras
+    import tensorflow as tf
+
+    from bert_tf.modeling.layers.layer_norm import BertLayerNorm
+    layer = keras.layers.LayerNormalization(epsilon=1e-12) if kind.startswith("keras") else BertLayerNorm(1e-12)
+    layer.build(shape)
+    x = tf.random.normal(shape)
+    forward = tf.function(lambda v: layer(v, training=False))
+    return lambda: forward(x).numpy()
 
 
 def dropout_block(kind, shape, dtype):
@@ -233,7 +248,10 @@ def layer_norm_rows(args):
     tokens = args.batch_size * args.seq_length
     times = {kind: median_ms(layer_norm_block(kind, (tokens, 768)), args.repeats)
              for kind in ("keras LayerNormalization", "BertLayerNorm, training")}
-    return [("layer_norm", f"forward + backward, [{tokens}, 768] float32", times)]
+    inference = {kind: median_ms(layer_norm_inference_block(kind, (tokens, 768)), args.repeats)
+                 for kind in ("keras LayerNormalization", "BertLayerNorm, inference")}
+    return [("layer_norm", f"forward + backward, [{tokens}, 768] float32", times),
+            ("layer_norm", f"inference forward, [{tokens}, 768] float32", inference)]
 
 
 def dropout_rows(args):

@@ -42,7 +42,8 @@ def test_layer_norm_training_form_matches_keras_layer_norm(shape):
     np.testing.assert_allclose(actual, expected, atol=1e-5)
     for got, want in zip(actual_grads, expected_grads):  # dx, dgamma, dbeta
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-    np.testing.assert_array_equal(fused(x, training=False), reference(x))  # inference: Keras' own kernels
+    inference = fused(x, training=False)  # layer_norm_for_inference: the same function in six plain ops
+    np.testing.assert_allclose(inference, reference(x), atol=1e-5)
 
 
 def test_layer_norm_is_float32_for_any_input_and_keeps_its_names():

@@ -25,15 +25,21 @@ def build_once(directory, build):
     return directory
 
 
-def pinned_venv_python(name, pins, timeout=3600):
-    """The python of ~/.cache/`name` (a venv with pip-installed `pins`, e.g. ["torch==2.13.0"]), built the
-    first time it is asked for; RuntimeError with pip's message if the install fails."""
+def pinned_venv_python(name, pins, timeout=3600, no_deps=()):
+    """The python of ~/.cache/`name` (a venv with pip-installed `pins`, e.g. ["torch==2.13.0"], then the
+    `no_deps` pins installed without their declared dependencies), built the first time it is asked for;
+    RuntimeError with pip's message if an install fails."""
     def build(path):
         venv.EnvBuilder(with_pip=True, clear=True).create(path)
-        result = subprocess.run([os.path.join(path, "bin", "python"), "-m", "pip", "install", "--quiet",
-                                 "--disable-pip-version-check", *pins], capture_output=True, text=True, timeout=timeout)
-        if result.returncode:
-            raise RuntimeError(f"cannot build the venv {path} with {' '.join(pins)}: {result.stderr[-3000:]}")
+        for packages, options in ((pins, []), (list(no_deps), ["--no-deps"])):
+            if not packages:
+                continue
+            result = subprocess.run([os.path.join(path, "bin", "python"), "-m", "pip", "install", "--quiet",
+                                     "--disable-pip-version-check", *options, *packages], capture_output=True,
+                                    text=True, timeout=timeout)
+            if result.returncode:
+                raise RuntimeError(f"cannot build the venv {path} with {' '.join(options + packages)}: "
+                                   f"{result.stderr[-3000:]}")
 
     directory = os.path.join(os.path.expanduser("~"), ".cache", name)
     return os.path.join(build_once(directory, build), "bin", "python")
