@@ -122,6 +122,28 @@ def bert_tf_step(case, config, features):
     return lambda: trainer.run_steps(iterator, 1)
 
 
+def tape_step(loss_fn, variables, apply_gradients, xla):
+    """The peers' TF training step as bert_tf's Trainer runs its own: the loss and its gradients w.r.t.
+    `variables` in one tf.function (jit_compile=xla), then, outside it, the gradients clipped to global norm
+    1.0 and `apply_gradients(grads)`. Returns a callable running one step (-> the loss as numpy)."""
+    import tensorflow as tf
+
+    @tf.function(jit_compile=xla)
+    def gradients():
+        with tf.GradientTape() as tape:
+            loss = loss_fn()
+        return loss, tape.gradient(loss, variables)
+
+    @tf.function
+    def step():
+        loss, grads = gradients()
+        grads, _ = tf.clip_by_global_norm(grads, 1.0)
+        apply_gradients(grads)
+        return loss
+
+    return lambda: step().numpy()
+
+
 def keras_hub_step(case, config, features):
     """KerasHub's BertBackbone (inference) or backbone + MaskedLMHead + NSP Dense (training step)."""
     import keras
@@ -161,20 +183,7 @@ def keras_hub_step(case, config, features):
     optimizer = keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6)
     optimizer.build(variables)
 
-    @tf.function(jit_compile=case["xla"])
-    def gradients():
-        with tf.GradientTape() as tape:
-            loss = loss_fn()
-        return loss, tape.gradient(loss, variables)
-
-    @tf.function
-    def step():  # as bert_tf's Trainer: the update outside the compiled forward/backward
-        loss, grads = gradients()
-        grads, _ = tf.clip_by_global_norm(grads, 1.0)
-        optimizer.apply(grads, variables)
-        return loss
-
-    return lambda: step().numpy()
+    return tape_step(loss_fn, variables, lambda grads: optimizer.apply(grads, variables), case["xla"])
 
 
 def model_garden_step(case, config, features):
@@ -222,20 +231,8 @@ def model_garden_step(case, config, features):
     optimizer = tf_keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6)
     optimizer.build(variables)
 
-    @tf.function(jit_compile=case["xla"])
-    def gradients():
-        with tf.GradientTape() as tape:
-            loss = loss_fn()
-        return loss, tape.gradient(loss, variables)
-
-    @tf.function
-    def step():  # as the KerasHub step: the update outside the compiled forward/backward
-        loss, grads = gradients()
-        grads, _ = tf.clip_by_global_norm(grads, 1.0)
-        optimizer.apply_gradients(zip(grads, variables))
-        return loss
-
-    return lambda: step().numpy()
+    return tape_step(loss_fn, variables, lambda grads: optimizer.apply_gradients(zip(grads, variables)),
+                     case["xla"])
 
 
 def torch_step(case, config, features):
