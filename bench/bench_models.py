@@ -288,15 +288,15 @@ def library_versions(library):
         import torch
         import transformers
         return f"torch {torch.__version__}, transformers {transformers.__version__}"
-    import keras
     import tensorflow as tf
+    if library == "model_garden":
+        import tf_keras
+        return f"TF {tf.__version__}, tf-keras {tf_keras.__version__}, {MODEL_GARDEN[0]}"
+    import keras
     versions = f"TF {tf.__version__}, Keras {keras.__version__}"
     if library == "keras_hub":
         import keras_hub
         versions += f", keras-hub {keras_hub.__version__}"
-    if library == "model_garden":
-        import tf_keras
-        versions = f"TF {tf.__version__}, tf-keras {tf_keras.__version__}, {MODEL_GARDEN[0]}"
     return versions
 
 
@@ -453,14 +453,13 @@ def main():
     peak = {d: max(p.get("peak", 0.0) for p in (first_peaks[d], last_peaks[d])) for d in dtypes}
     elapsed = time.perf_counter() - begin
 
-    names = NAMES
     table = ["| task | library | batch | seq | dtype | XLA | median ms | examples/s | tokens/s | MFU | runs |",
              "|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|"]
     best_settings = {}  # (task, batch, seq) -> {library: (examples/s, setting)}
     for i, case in enumerate(cases):
         b, t = case["batch_size"], case["seq_length"]
         xla = "-" if case["library"] == "torch" else ("on" if case["xla"] else "off")
-        head = f"| {case['task']} | {names[case['library']]} | {b} | {t} | {case['dtype']} | {xla} |"
+        head = f"| {case['task']} | {NAMES[case['library']]} | {b} | {t} | {case['dtype']} | {xla} |"
         if i in errors:
             table.append(f"{head} failed: {errors[i].replace('|', '/')} | | | | |")
             continue
@@ -477,7 +476,7 @@ def main():
         if b / median > best.get(case["library"], (0.0, ""))[0]:
             best[case["library"]] = (b / median, setting)
     table += ["", "Each library in its best setting (precision x XLA) of this run, examples/s:", "",
-              "| task | batch | seq | " + " | ".join(names[lib] for lib in libraries) + " | bert_tf / best peer |",
+              "| task | batch | seq | " + " | ".join(NAMES[lib] for lib in libraries) + " | bert_tf / best peer |",
               "|---|---:|---:|" + "---|" * len(libraries) + "---:|"]
     for (task, b, t), best in best_settings.items():
         cells = [f"{best[lib][0]:.2f} ({best[lib][1]})" if lib in best else "failed" for lib in libraries]
@@ -492,7 +491,7 @@ def main():
         f"H={bert_config.hidden_size}, A={bert_config.num_attention_heads}), random weights and ids; "
         f"{platform.machine()}, {os.cpu_count()} CPU cores (shared; load average {load_start[0]:.1f} at start, "
         f"{os.getloadavg()[0]:.1f} at end), Python {platform.python_version()}; "
-        + "; ".join(f"{names[k]}: {v}" for k, v in versions.items() if v) + ". "
+        + "; ".join(f"{NAMES[k]}: {v}" for k, v in versions.items() if v) + ". "
         f"Each run a fresh process: {args.warmup} untimed + {args.steps} timed calls (median); {args.rounds} "
         f"interleaved rounds, medians over them ({elapsed:.0f} s in all); torch threads: "
         f"{args.torch_threads or 'default'}. Matmul peak "
