@@ -56,7 +56,7 @@ over the N texts and one timed pass. sentences/s = N / the timed pass's seconds;
 over the rounds and the best round, and the 1-minute load average before and after the timed passes
 (medians over the rounds). The section (command, commit, date, CPU, load average at the start, before the
 rounds and at the end) is printed and appended to `--results_file` under a file lock, as bench_serving.py
-does (`bench_serving.append_results`); the History index and Current figures of bench/RESULTS.md are
+does (`bench/results.py`); the History index and Current figures of bench/RESULTS.md are
 updated by hand.
 
 Peers run in pinned venvs under ~/.cache (`tools/pinned_venv.py`), never in this Python:
@@ -82,6 +82,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # bench_serving and tools, in this Python and in the peers' venvs (stdlib-only imports)
 
 from bench import bench_serving
+from bench.results import RESULTS_FILE, append_results
 from tools import sentence_transformers_reference
 
 MAX_SEQ_LENGTH = 256
@@ -360,7 +361,7 @@ def main():
     unknown = [n for n in implementations if n not in IMPLEMENTATIONS]
     if unknown:
         sys.exit(f"unknown implementation(s) {unknown}; expected some of {list(IMPLEMENTATIONS)}")
-    results_file = args.results_file or (None if args.dry_run else os.path.join(ROOT, "bench", "RESULTS.md"))
+    results_file = args.results_file or (None if args.dry_run else RESULTS_FILE)
     temporary = None if args.work_dir else tempfile.TemporaryDirectory(prefix="bench_embeddings_")
     work_dir = os.path.abspath(args.work_dir or temporary.name)
     os.makedirs(work_dir, exist_ok=True)
@@ -504,7 +505,7 @@ def main():
     for path, placeholder in ((work_dir, "$WORK_DIR"), (ROOT + os.sep, ""), (os.path.expanduser("~"), "~")):
         text = text.replace(path, placeholder)  # no machine paths in the record (errors name files)
     if results_file:
-        bench_serving.append_results(results_file, text)
+        append_results(text, results_file)
     print(text)
     if temporary is not None:
         temporary.cleanup()

@@ -20,7 +20,6 @@ a file lock, never rewritten).
 
 import argparse
 import datetime
-import fcntl
 import os
 import platform
 import sys
@@ -34,6 +33,7 @@ import tensorflow_text  # noqa: F401  (registers the WordPiece op for loading)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench.results import append_results
 from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory
 from bert_tf.data.packing import pack_tokens
 from bert_tf.export import serving as export
@@ -42,10 +42,6 @@ from bert_tf.feature_schema import INPUT_NAMES
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.tokenization import FullTokenizer
 from tools import pypi_data
-
-RESULTS = os.path.join(ROOT, "bench", "RESULTS.md")
-HEADER = ("# Benchmark results\n\n"
-          "Each section: the command, the machine, the numbers. Appended by the bench scripts.\n")
 
 
 def measure(functions, seconds, min_runs=5):
@@ -63,16 +59,6 @@ def measure(functions, seconds, min_runs=5):
             latencies[name].append(time.perf_counter() - begin)
         rounds += 1
     return {name: np.array(values) for name, values in latencies.items()}
-
-
-def append_results(text):
-    """Appends `text` to bench/RESULTS.md under an exclusive lock; writes the header first if it is new."""
-    with open(RESULTS, "a", encoding="utf-8") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        if f.tell() == 0:
-            f.write(HEADER)
-        f.write(text)
-        fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def main():

@@ -397,7 +397,7 @@ def main():
 
     import numpy as np
     sys.path.insert(0, ROOT)
-    from bench.bench_export import append_results
+    from bench.results import append_results
     from bert_tf.config import BertConfig
     from bert_tf.training import loop
 

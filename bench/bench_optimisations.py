@@ -320,7 +320,7 @@ def main():
         parser.error(f"--blocks: unknown {sorted(unknown)}; expected some of {', '.join(BLOCKS)}")
     import tensorflow as tf
 
-    from bench.bench_export import append_results
+    from bench.results import append_results
     rows = []
     for name in args.blocks.split(","):
         rows += BLOCKS[name](args)

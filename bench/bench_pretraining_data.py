@@ -35,6 +35,7 @@ from absl import app, flags
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench.results import RESULTS_FILE, append_results
 from bert_tf.data.pretraining import job as pretraining_job
 from bert_tf.data.pretraining.corpus import prepare_corpus
 from bert_tf.data.pretraining.instances import InstanceOptions, PretrainingStats
@@ -51,7 +52,7 @@ flags.DEFINE_string("work_dir", "/tmp/bench_pretraining_data", "Scratch director
 flags.DEFINE_integer("scale_mb", 100, "Size of the scale corpus (MB); twice this is run too.")
 flags.DEFINE_integer("dupe_factor", 5, "dupe_factor of every run.")
 flags.DEFINE_integer("seeds", 6, "Extra seeds for the statistics of each implementation.")
-flags.DEFINE_string("results_file", os.path.join(ROOT, "bench", "RESULTS.md"), "Markdown file to append to.")
+flags.DEFINE_string("results_file", RESULTS_FILE, "Markdown file to append to.")
 flags.DEFINE_integer("quiet_wait_s", 1800, "Longest wait for an idle machine before each timed run.")
 
 # Google's script, run as it is: its module with tf.compat.v1 as `tensorflow`, its absl main.
@@ -393,11 +394,7 @@ def main(_):
                f"- load average at the end: {os.getloadavg()[0]:.1f}", *notes, ""]
     text = "\n".join(report) + "\n"
     print(text)
-    if not os.path.exists(FLAGS.results_file):
-        with open(FLAGS.results_file, "w", encoding="utf-8") as f:
-            f.write("# Benchmark results\n\nEach section: the command that produced it, then its numbers.\n")
-    with open(FLAGS.results_file, "a", encoding="utf-8") as f:
-        f.write(text)
+    append_results(text, FLAGS.results_file)
 
 
 if __name__ == "__main__":

@@ -563,17 +563,6 @@ def shown_command(argv, script="bench/bench_serving.py"):
     return " ".join([f"python {script}", *shown])
 
 
-def append_results(path, text):
-    """Appends `text` to `path` under an exclusive lock (as bench_export.append_results)."""
-    import fcntl
-    with open(path, "a", encoding="utf-8") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        if f.tell() == 0:
-            f.write("# Benchmark results\n")
-        f.write(text)
-        fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def ops_text(counts, names):
     return ", ".join(f"{n} {counts.get(n, 0)}" for n in names)
 
@@ -612,6 +601,7 @@ def main():
 
     import numpy as np
     sys.path.insert(0, ROOT)
+    from bench.results import RESULTS_FILE, append_results
     from bert_tf import BertConfig
     from bert_tf.tokenization import FullTokenizer
     from bert_tf.training import loop
@@ -633,7 +623,7 @@ def main():
     if unknown:
         sys.exit(f"unknown implementation(s) or model(s): {unknown}; implementations: {list(IMPLEMENTATIONS)}, "
                  f"models: base, minilm")
-    results_file = args.results_file or (None if args.dry_run else os.path.join(ROOT, "bench", "RESULTS.md"))
+    results_file = args.results_file or (None if args.dry_run else RESULTS_FILE)
     temporary = None if args.work_dir else tempfile.TemporaryDirectory(prefix="bench_serving_")
     work_dir = os.path.abspath(args.work_dir or temporary.name)
     os.makedirs(work_dir, exist_ok=True)
@@ -845,7 +835,7 @@ def main():
     for path, placeholder in ((work_dir, "$WORK_DIR"), (ROOT + os.sep, ""), (os.path.expanduser("~"), "~")):
         text = text.replace(path, placeholder)  # no machine paths in the record (errors name files)
     if results_file:
-        append_results(results_file, text)
+        append_results(text, results_file)
     print(text)
     if temporary is not None:
         temporary.cleanup()

@@ -41,7 +41,8 @@ import tensorflow as tf
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench.bench_export import append_results, measure
+from bench.bench_export import measure
+from bench.results import append_results
 from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer
 from bert_tf.tokenization import FullTokenizer
 from tools import pypi_data

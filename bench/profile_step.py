@@ -31,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bench import bench_models  # noqa: E402  (after the path)
+from bench.results import RESULTS_FILE, append_results  # noqa: E402
 
 CALL_OPS = {"PartitionedCall", "StatefulPartitionedCall"}
 
@@ -75,7 +76,7 @@ def main():
     parser.add_argument("--steps", type=int, default=3, help="Timed steps, then as many profiled steps.")
     parser.add_argument("--top", type=int, default=15, help="Op types listed (the rest summed in one row).")
     parser.add_argument("--note", default="", help="Added to the section heading.")
-    parser.add_argument("--results_file", default=os.path.join(ROOT, "bench", "RESULTS.md"),
+    parser.add_argument("--results_file", default=RESULTS_FILE,
                         help='Markdown file to append to ("": print only).')
     args = parser.parse_args()
     if args.steps < 1 or args.top < 1:
@@ -83,7 +84,6 @@ def main():
 
     import tensorflow as tf
 
-    from bench.bench_serving import append_results
     from bert_tf.config import BertConfig
     config, config_path = bench_models.load_config(args.config)
     case = {"task": args.task, "dtype": args.dtype, "xla": False, "batch_size": args.batch_size}
@@ -119,7 +119,7 @@ def main():
         f"(median of {args.steps}, unprofiled); op time {all_ms:.1f} ms per step, of which matmuls "
         f"{matmul_ms:.1f} ms ({matmul_ms / all_ms:.1%}).", "", *table, ""])
     if args.results_file:
-        append_results(args.results_file, text)
+        append_results(text, args.results_file)
     print(text)
 
 
