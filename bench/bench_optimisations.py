@@ -312,7 +312,7 @@ def weights_rows(args):
              "bfloat16 weights": median_ms(stored, repeats)}
     mixed_error, stored_error = (float(np.max(np.abs(pooled.astype(np.float32) - reference)))
                                  for pooled in (mixed_pooled, stored_pooled))
-    return [("weights", f"BERT-Base encoder inference forward, bfloat16 matmuls; pooled output max |diff| from "
+    return [("weights", f"BERT-Base encoder inference forward, bfloat16 matmuls; pooled output max abs diff from "
              f"float32: {mixed_error:.1e} (cast per call), {stored_error:.1e} (bfloat16 weights)", times)]
 
 
