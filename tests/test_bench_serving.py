@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 
 from bench import bench_serving
+from bench.results import RESULTS_FILE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(ROOT, "bench", "RESULTS.md")
 
 
 @pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.extended
 def test_dry_run_measures_both_signatures_and_appends_nothing(tmp_path):
-    before = os.path.getsize(RESULTS)
+    before = os.path.getsize(RESULTS_FILE)
     result = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "bench_serving.py"), "--dry_run",
                              f"--work_dir={tmp_path}"], capture_output=True, text=True, timeout=300,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
@@ -35,7 +35,7 @@ def test_dry_run_measures_both_signatures_and_appends_nothing(tmp_path):
             assert float(cells[4]) > 0 and float(cells[6]) > 0, rows[0]  # p50 ms, examples/s
             assert float(cells[8]) == 0.0, rows[0]  # the same model on the same ids as the reference
             assert cells[9] == "1 (3)", rows[0]
-    assert os.path.getsize(RESULTS) == before
+    assert os.path.getsize(RESULTS_FILE) == before
 
 
 def test_random_model_gives_hf_the_same_weights(tmp_path, minilm_dir):

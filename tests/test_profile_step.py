@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
+from bench.results import RESULTS_FILE
 from tests.helpers.tiers import first_in_make_test
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(ROOT, "bench", "RESULTS.md")
 
 
 def table_rows(out):
@@ -27,7 +27,7 @@ def table_rows(out):
 @pytest.mark.subprocess
 @pytest.mark.parametrize("task", first_in_make_test(["inference", "train"], 1))
 def test_profile_of_the_tiny_model_counts_its_ops(task):
-    before = os.path.getsize(RESULTS)
+    before = os.path.getsize(RESULTS_FILE)
     done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "profile_step.py"), "--config=tiny",
                            f"--task={task}", "--batch_size=2", "--seq_length=16", "--steps=1", "--top=40",
                            "--results_file="], capture_output=True, text=True, timeout=600,
@@ -40,4 +40,4 @@ def test_profile_of_the_tiny_model_counts_its_ops(task):
     assert sum(ms for ms, _ in matmuls.values()) > 0, done.stdout
     assert not {"PartitionedCall", "StatefulPartitionedCall"} & set(rows), done.stdout
     assert "of which matmuls" in done.stdout
-    assert os.path.getsize(RESULTS) == before
+    assert os.path.getsize(RESULTS_FILE) == before

@@ -11,9 +11,8 @@
 #   the steps at sequence 64, then 10% at 128 from that checkpoint (the paper: 128, then 512; a shorter
 #   first phase because from scratch at 128, BERT-Mini stayed at the unigram plateau, masked LM accuracy
 #   0.07, through 800 steps at lr 1e-3 and 1,000 at 5e-4, while at 64 it passed 0.12 by step 500), each
-#   fine-tuned on the sentiment
-#   split (tools/make_finetuning_data.py sentiment) and on cloze SQuAD (tools/make_cloze_squad.py), plus the
-#   ltr model with --task_head=bilstm.
+#   fine-tuned on the sentiment split (tools/make_finetuning_data.py sentiment) and on cloze SQuAD
+#   (tools/make_cloze_squad.py), plus the ltr model with --task_head=bilstm.
 # Table 6 (section 5.2): BERT-Tiny, -Mini and -Small pretrained with that budget: held-out masked LM
 #   perplexity, and sentiment accuracy after fine-tuning.
 #
