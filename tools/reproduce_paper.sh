@@ -22,7 +22,8 @@
 # fine-tuning two seeds gave F1 24 and 46, and with 3 epochs one feature-based run still tagged everything O);
 # FINETUNE_EPOCHS=3 (Tables 5 and 6); BILSTM_SIZE=128 (units per direction; the
 # paper's 768 is for BERT-Base, H=768: MiniLM and BERT-Mini have H=384 and 256). A run whose
-# eval_results.txt exists is not run again, so an interrupted reproduction continues where it stopped.
+# eval_results.txt exists is not run again, and a pretraining run resumes from its last checkpoint (one every
+# CHECKPOINT_STEPS=500 steps), so an interrupted reproduction continues where it stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-paper_output}
@@ -30,12 +31,13 @@ shift || true
 read -r -a tables <<< "${*:-7 5 6}"
 read -r -a seeds <<< "${SEEDS:-1 2 3}"
 pretrain_steps=${PRETRAIN_STEPS:-3000}
+checkpoint_steps=${CHECKPOINT_STEPS:-500}
 ner_epochs=${NER_EPOCHS:-10}
 finetune_epochs=${FINETUNE_EPOCHS:-3}
 bilstm_size=${BILSTM_SIZE:-128}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TF_CPP_MIN_LOG_LEVEL=2
 
-# once DIR COMMAND...: runs COMMAND (its output in $out/logs/<DIR with / as _>.log) unless
+# once DIR COMMAND...: runs COMMAND (its output appended to $out/logs/<DIR with / as _>.log) unless
 # DIR/eval_results.txt (run_squad.py: eval_results.json) exists; a failure stops the reproduction with the
 # end of the log.
 once() {
@@ -47,7 +49,7 @@ once() {
     return
   fi
   echo "  $(date +%H:%M:%S) $dir"
-  if ! "$@" > "$log" 2>&1; then
+  if ! "$@" >> "$log" 2>&1; then
     echo "Error: this command failed (its log: $log):" >&2
     echo "  $*" >&2
     tail -n 20 "$log" | sed 's/^/  | /' >&2
@@ -114,7 +116,7 @@ pretrain() {
 }
 
 # pretraining_phase DIR CONFIG OBJECTIVE LENGTH STEPS [FLAGS...]: one run_pretraining.py run, lr 5e-4 with 10%
-# warmup, batch 32, held-out evaluation of 50 batches.
+# warmup, batch 32, held-out evaluation of 50 batches (at every checkpoint: the curve of the log).
 pretraining_phase() {
   local dir=$1 config=$2 objective=$3 length=$4 steps=$5
   shift 5
@@ -124,7 +126,7 @@ pretraining_phase() {
     --do_train --do_eval --train_batch_size=32 --eval_batch_size=32 --max_eval_steps=50 \
     --max_seq_length="$length" --max_predictions_per_seq=$((length * 20 / 128)) --learning_rate=5e-4 \
     --num_train_steps="$steps" --num_warmup_steps=$((steps / 10)) --seed=1 --mixed_precision=bfloat16 \
-    --save_checkpoints_steps="$steps" "$@"
+    --save_checkpoints_steps=$((steps < checkpoint_steps ? steps : checkpoint_steps)) "$@"
 }
 
 # finetune PRETRAINED OUT_DIR [FLAGS...]: sentiment and cloze SQuAD from PRETRAINED, each seed.
