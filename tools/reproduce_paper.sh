@@ -126,7 +126,7 @@ pretraining_phase() {
     --do_train --do_eval --train_batch_size=32 --eval_batch_size=32 --max_eval_steps=50 \
     --max_seq_length="$length" --max_predictions_per_seq=$((length * 20 / 128)) --learning_rate=5e-4 \
     --num_train_steps="$steps" --num_warmup_steps=$((steps / 10)) --seed=1 --mixed_precision=bfloat16 \
-    --save_checkpoints_steps=$((steps < checkpoint_steps ? steps : checkpoint_steps)) "$@"
+    --save_checkpoints_steps="$checkpoint_steps" "$@"
 }
 
 # finetune PRETRAINED OUT_DIR [FLAGS...]: sentiment and cloze SQuAD from PRETRAINED, each seed.
