@@ -20,10 +20,10 @@
 # (sample standard deviation) over them (tools/paper_tables.py). The budget knobs, with their defaults:
 # PRETRAIN_STEPS=3000; NER_EPOCHS=10 (Table 7: 1,915 training sentences, 600 steps; with 5 epochs of
 # fine-tuning two seeds gave F1 24 and 46, and with 3 epochs one feature-based run still tagged everything O);
-# FINETUNE_EPOCHS=3 (Tables 5 and 6); BILSTM_SIZE=128 (units per direction; the
-# paper's 768 is for BERT-Base, H=768: MiniLM and BERT-Mini have H=384 and 256). A run whose
-# eval_results.txt exists is not run again, and a pretraining run resumes from its last checkpoint (one every
-# CHECKPOINT_STEPS=500 steps), so an interrupted reproduction continues where it stopped.
+# FINETUNE_EPOCHS=3 (Tables 5 and 6); TABLE6_SIZES="tiny mini small" (Table 6's rows to run); BILSTM_SIZE=128
+# (units per direction; the paper's 768 is for BERT-Base, H=768: MiniLM and BERT-Mini have H=384 and 256). A
+# run whose eval_results.txt exists is not run again, and a pretraining run resumes from its last checkpoint
+# (one every CHECKPOINT_STEPS=500 steps), so an interrupted reproduction continues where it stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-paper_output}
@@ -35,6 +35,7 @@ checkpoint_steps=${CHECKPOINT_STEPS:-500}
 ner_epochs=${NER_EPOCHS:-10}
 finetune_epochs=${FINETUNE_EPOCHS:-3}
 bilstm_size=${BILSTM_SIZE:-128}
+read -r -a table6_sizes <<< "${TABLE6_SIZES:-tiny mini small}"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TF_CPP_MIN_LOG_LEVEL=2
 
 # once DIR COMMAND...: runs COMMAND (its output appended to $out/logs/<DIR with / as _>.log) unless
@@ -162,7 +163,11 @@ table5() {
 table6() {
   echo "Table 6: BERT-Tiny / Mini / Small, $pretrain_steps pretraining steps each (mlm_nsp)"
   local size seed
-  for size in tiny mini small; do
+  for size in "${table6_sizes[@]}"; do
+    case $size in
+      tiny | mini | small) ;;
+      *) echo "Error: TABLE6_SIZES: size $size: expected tiny, mini or small" >&2; exit 2 ;;
+    esac
     if [ "$size" = mini ] && [ -d "$out/table5/mlm_nsp/pretraining" ]; then
       continue  # Table 5's mlm_nsp model is this one
     fi
