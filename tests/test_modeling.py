@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from bert_tf import BertEncoder
 from bert_tf.modeling.layers.activations import gelu, gelu_tanh
+from bert_tf.modeling.layers.transformer import BertTransformerLayer
 from tests.helpers.model_inputs import random_inputs
 
 BATCH, SEQ = 13, 7  # random_inputs' defaults
@@ -109,6 +110,27 @@ def test_gelu_is_exact_erf_and_tanh_is_the_approximation():
     np.testing.assert_allclose(gelu(x), erf, atol=1e-6)
     np.testing.assert_allclose(gelu_tanh(x), tanh, atol=1e-6)
     assert np.abs(erf - tanh).max() > 1e-4  # the two are really different functions
+
+
+def test_mixed_precision_keeps_the_residual_stream_in_float32():
+    """With every dense weight zero a block's output is LayerNorm(LayerNorm(hidden)): under mixed_bfloat16 it
+    must equal the float32 block's exactly, which it would not if the residual were rounded to bfloat16."""
+    hidden = np.random.RandomState(0).normal(size=(2, 5, 16)).astype(np.float32)
+    mask = np.ones((2, 5), np.int32)
+    outputs = {}
+    for policy in ("float32", "mixed_bfloat16"):
+        keras.mixed_precision.set_global_policy(policy)
+        try:
+            block = BertTransformerLayer(16, 4, 32)
+            block.build(hidden.shape)
+            for variable in block.weights:
+                if variable.path.endswith(("kernel", "bias")):
+                    variable.assign(np.zeros(variable.shape, np.float32))
+            outputs[policy] = block(hidden, mask)[0].numpy()
+        finally:
+            keras.mixed_precision.set_global_policy("float32")
+    assert not np.array_equal(hidden, hidden.astype(tf.bfloat16.as_numpy_dtype).astype(np.float32))
+    np.testing.assert_array_equal(outputs["mixed_bfloat16"], outputs["float32"])
 
 
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])

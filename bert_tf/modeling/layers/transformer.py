@@ -17,11 +17,12 @@ class BertResidualOutput(keras.layers.Layer):
     Google scopes `attention/output` and `output`: weights `dense/kernel` [in, H], `dense/bias` [H],
     `LayerNorm/gamma|beta` [H].
 
-    Call: hidden [B, T, in] (compute dtype), residual [B, T, H] -> float32 [B, T, H].
+    Call: hidden [B, T, in] (compute dtype), residual [B, T, H] -> float32 [B, T, H]. No autocast: a float32
+    residual is added as it is, not rounded to the compute dtype first (`dense` casts `hidden` itself).
     """
 
     def __init__(self, hidden_size, initializer_range=0.02, dropout_rate=0.1, layer_norm_eps=1e-12, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(autocast=False, **kwargs)
         self.hidden_size = hidden_size
         self.initializer_range = initializer_range
         self.dropout_rate = dropout_rate
@@ -53,12 +54,16 @@ class BertTransformerLayer(keras.layers.Layer):
     `intermediate/dense` [H, I] and `output/...` ([I, H] dense + LayerNorm).
 
     Call: hidden [B, T, H], input_mask int [B, T] -> (float32 [B, T, H], probs float32 [B, heads, T, T]).
+
+    No autocast: under a mixed-precision policy the residual stream stays float32 from one LayerNorm to the
+    next, as in torch autocast, and only the matmuls' inputs are cast to the compute dtype (once per block, by
+    `self_attention` and `intermediate`), rather than rounding it to bfloat16 and casting it back at each add.
     """
 
     def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
                  initializer_range=0.02, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                  layer_norm_eps=1e-12, causal_attention=False, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(autocast=False, **kwargs)
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads
         self.intermediate_size = intermediate_size
