@@ -48,11 +48,12 @@ def seed_values(directory, key, scale=1.0):
 
 
 def cell(values, digits=1):
-    """"mean ± std (n)" of `values`, or "–" when there are none."""
+    """"mean ± std (n)" of `values`; "value (1)" for one value (no spread to give); "–" when there are none."""
     if not values:
         return "–"
-    spread = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.{digits}f} ± {spread:.{digits}f} ({len(values)})"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f} (1)"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f} ({len(values)})"
 
 
 def perplexity(pretraining_dir):
