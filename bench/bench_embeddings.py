@@ -82,7 +82,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # bench_serving and tools, in this Python and in the peers' venvs (stdlib-only imports)
 
 from bench import bench_serving
-from bench.results import RESULTS_FILE, append_results
+from bench.results import RESULTS_FILE, publish
 from tools import sentence_transformers_reference
 
 MAX_SEQ_LENGTH = 256
@@ -502,11 +502,7 @@ def main():
         f"included). Exports: {'; '.join(exports) or 'none'}. Reference of the min cosine: {reference_label} "
         f"(the last round's embeddings; the check fails under {CHECK_MIN_COSINE}).", "",
         *table, ""])
-    for path, placeholder in ((work_dir, "$WORK_DIR"), (ROOT + os.sep, ""), (os.path.expanduser("~"), "~")):
-        text = text.replace(path, placeholder)  # no machine paths in the record (errors name files)
-    if results_file:
-        append_results(text, results_file)
-    print(text)
+    publish(text, results_file, work_dir)
     if temporary is not None:
         temporary.cleanup()
 

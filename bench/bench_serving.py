@@ -601,7 +601,7 @@ def main():
 
     import numpy as np
     sys.path.insert(0, ROOT)
-    from bench.results import RESULTS_FILE, append_results
+    from bench.results import RESULTS_FILE, publish
     from bert_tf import BertConfig
     from bert_tf.tokenization import FullTokenizer
     from bert_tf.training import loop
@@ -832,11 +832,7 @@ def main():
         f"int8 rows have no MFU. max abs d pooled: row 0's pooled output vs "
         f"{IMPLEMENTATIONS[reference_impl][4] + ', ids' if reference_impl else 'none'} on the same input.", "",
         *sections])
-    for path, placeholder in ((work_dir, "$WORK_DIR"), (ROOT + os.sep, ""), (os.path.expanduser("~"), "~")):
-        text = text.replace(path, placeholder)  # no machine paths in the record (errors name files)
-    if results_file:
-        append_results(text, results_file)
-    print(text)
+    publish(text, results_file, work_dir)
     if temporary is not None:
         temporary.cleanup()
 
