@@ -41,6 +41,10 @@ def test_unknown_table_is_refused_before_any_work(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 2 and "Error: table 8: expected 5, 6 or 7" in done.stderr
     assert not (tmp_path / "out").exists()
+    size = subprocess.run(["bash", os.path.join(ROOT, "tools", "reproduce_paper.sh"), str(tmp_path / "out"), "6"],
+                          capture_output=True, text=True, env={**os.environ, "TABLE6_SIZES": "small huge"})
+    assert size.returncode == 2 and "Error: TABLE6_SIZES: size huge: expected tiny, mini or small" in size.stderr
+    assert not (tmp_path / "out").exists()
     usage = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "paper_tables.py")], capture_output=True,
                            text=True)
     assert usage.returncode == 1 and "usage: python tools/paper_tables.py OUTPUT_DIR" in usage.stderr

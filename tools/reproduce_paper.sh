@@ -164,10 +164,6 @@ table6() {
   echo "Table 6: BERT-Tiny / Mini / Small, $pretrain_steps pretraining steps each (mlm_nsp)"
   local size seed
   for size in "${table6_sizes[@]}"; do
-    case $size in
-      tiny | mini | small) ;;
-      *) echo "Error: TABLE6_SIZES: size $size: expected tiny, mini or small" >&2; exit 2 ;;
-    esac
     if [ "$size" = mini ] && [ -d "$out/table5/mlm_nsp/pretraining" ]; then
       continue  # Table 5's mlm_nsp model is this one
     fi
@@ -187,6 +183,12 @@ for table in "${tables[@]}"; do
   case $table in
     5 | 6 | 7) ;;
     *) echo "Error: table $table: expected 5, 6 or 7" >&2; exit 2 ;;
+  esac
+done
+for size in "${table6_sizes[@]}"; do
+  case $size in
+    tiny | mini | small) ;;
+    *) echo "Error: TABLE6_SIZES: size $size: expected tiny, mini or small" >&2; exit 2 ;;
   esac
 done
 data
