@@ -70,20 +70,25 @@ HEADLINE_METRICS = ("eval_f1", "eval_accuracy", "eval_pearson", "eval_mcc", "mas
                     "next_sentence_accuracy", "exact_match", "exact", "f1")
 
 
+# The kernel stamps a file's mtime with its coarse clock, up to one tick (1-10 ms) behind time.time(): an
+# entry written in the first milliseconds of a run can carry an mtime just before `started`.
+MTIME_SLACK_SECONDS = 0.05
+
+
 def summary(started):
     """The last line of a run that ends well: its wall time, what it wrote (the entries of its output flags
     changed since `started`, a time.time()) and the headline metrics of the eval results it wrote, e.g.
     `Done in 0:05:12. Wrote out/: eval_results.txt, model.ckpt-343.index, ... | eval_accuracy = 0.8426`."""
     elapsed = datetime.timedelta(seconds=round(time.time() - started))
-    written, results = [], {}
+    written, results, since = [], {}, started - MTIME_SLACK_SECONDS
     for name in OUTPUT_FLAGS:
         path = flags.FLAGS[name].value if name in flags.FLAGS else None
         if not path or not os.path.exists(path):
             continue
         if not os.path.isdir(path):
-            written += [path] if os.path.getmtime(path) >= started else []
+            written += [path] if os.path.getmtime(path) >= since else []
             continue
-        new = sorted(entry for entry in os.listdir(path) if os.path.getmtime(os.path.join(path, entry)) >= started)
+        new = sorted(entry for entry in os.listdir(path) if os.path.getmtime(os.path.join(path, entry)) >= since)
         if new:
             written.append(f"{path.rstrip('/')}/: " + ", ".join(new[:6]) + (", ..." if len(new) > 6 else ""))
         results.update(_results(path, new))
