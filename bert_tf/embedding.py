@@ -51,7 +51,7 @@ class SentenceEncoder:
     def _embed(self, input_ids, input_mask):
         """int32 [B, T] x 2 -> float32 [B, H]."""
         inputs = {INPUT_IDS: input_ids, INPUT_MASK: input_mask, SEGMENT_IDS: tf.zeros_like(input_ids)}
-        return tf.cast(self.embedder(inputs, training=False), tf.float32)
+        return tf.cast(self.embedder(inputs, training=False, skip_padding=True), tf.float32)
 
     def token_ids(self, text):
         """The ids of `[CLS] text [SEP]`, the text's pieces truncated to max_seq_length - 2."""

@@ -18,13 +18,14 @@ import pytest
 import tensorflow as tf
 import tensorflow_text
 
-from bert_tf import BertEncoder, lite_tokenization, load_checkpoint, save_checkpoint
+from bert_tf import BertConfig, BertEncoder, lite_tokenization, load_checkpoint, save_checkpoint
 from bert_tf.data.packing import pack_tokens
 from bert_tf.export import tflite
 from bert_tf.export.serving import EncoderAdapter
-from bert_tf.export.task_adapters import ClassifierAdapter, SpanLabelerAdapter, best_span
+from bert_tf.export.task_adapters import ClassifierAdapter, EmbedderAdapter, SpanLabelerAdapter, best_span
 from bert_tf.feature_schema import INPUT_NAMES
 from bert_tf.modeling.tasks.classifier import BertClassifier
+from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.tokenization import FullTokenizer
 from tests.helpers import tokenizer_data
@@ -87,11 +88,19 @@ def built(model, length=4):
     return model
 
 
+def embedder(minilm_dir):
+    """all-MiniLM-L6-v2 as sentence-transformers pools it (mean, normalized), its weights loaded."""
+    model = BertSentenceEmbedder(BertConfig.from_json_file(os.path.join(minilm_dir, "config.json")), "mean", True)
+    load_checkpoint(model, minilm_dir)
+    return model
+
+
 @pytest.fixture(scope="session")
 def exports(tmp_path_factory, minilm_dir, minilm):
     """Directory with `encoder_text.tflite` (MiniLM, float), `encoder_ids_int8.tflite`, `classifier_ids.tflite`
-    (MiniLM + a seeded 2-label head, saved in `classifier/model.ckpt-1`) and `squad_text.tflite` (a seeded tiny
-    BertSpanLabeler, saved in `squad/model.ckpt-1`), all at seq_length SEQ_LENGTH."""
+    (MiniLM + a seeded 2-label head, saved in `classifier/model.ckpt-1`), `squad_text.tflite` (a seeded tiny
+    BertSpanLabeler, saved in `squad/model.ckpt-1`) and `embedder_text.tflite` (all-MiniLM-L6-v2's mean pooling,
+    normalized), all at seq_length SEQ_LENGTH."""
     config, vocab_file, encoder = minilm
 
     def build(directory):
@@ -105,7 +114,8 @@ def exports(tmp_path_factory, minilm_dir, minilm):
                 (EncoderAdapter(encoder), "encoder_text", {}),
                 (EncoderAdapter(encoder), "encoder_ids_int8", {"inputs": "ids", "quantize": "int8"}),
                 (ClassifierAdapter(classifier, LABELS), "classifier_ids", {"inputs": "ids"}),
-                (SpanLabelerAdapter(squad, MAX_ANSWER_LENGTH), "squad_text", {})):
+                (SpanLabelerAdapter(squad, MAX_ANSWER_LENGTH), "squad_text", {}),
+                (EmbedderAdapter(embedder(minilm_dir)), "embedder_text", {})):
             tflite.export_tflite(adapter, vocab_file, True, SEQ_LENGTH, os.path.join(directory, f"{name}.tflite"),
                                  **options)
 
@@ -139,13 +149,15 @@ def litert_requests(exports, tokenizer):
            {"input_mask": np.array([[1, 2, 1]])}, {"segment_ids": np.array([[0, 0, 2]])},
            {"input_mask": np.ones([1, 4])}]
     short = {name: np.array([[101, 2023, 102]]) if name == "input_ids" else np.ones([1, 3]) for name in INPUT_NAMES}
+    texts = [{"text_a": [line]} for line in LINES]
     limit = [{name: value.tolist() for name, value in ones.items()}] + [
         {name: np.asarray(value, np.int32).tolist() for name, value in {**short, **change}.items()} for change in bad]
     return [
-        {"name": "text", "model": f"{exports}/encoder_text.tflite", "calls": [{"text_a": [line]} for line in LINES]},
+        {"name": "text", "model": f"{exports}/encoder_text.tflite", "calls": texts},
         {"name": "classifier", "model": f"{exports}/classifier_ids.tflite", "calls": ids},
         {"name": "limit", "model": f"{exports}/classifier_ids.tflite", "calls": limit},
         {"name": "int8", "model": f"{exports}/encoder_ids_int8.tflite", "calls": ids[:INT8_LINES]},
+        {"name": "embedder", "model": f"{exports}/embedder_text.tflite", "calls": texts},
         {"name": "squad", "model": f"{exports}/squad_text.tflite",
          "calls": [{"question": [q], "context": [c]} for q, c in QUESTIONS]},
     ]
@@ -236,6 +248,21 @@ def test_ids_model_of_a_classifier(litert, exports, minilm, tokenizer):
     errors = call_errors(litert, "limit")
     assert sorted(errors) == [1, 2, 3, 4, 5, 6], errors
     assert all("gather index out of bounds" in message for message in errors.values()), errors
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_raw_text_embedder_gives_the_keras_embeddings(litert, minilm_dir, tokenizer):
+    """The sentence embedder's raw-text model: the 200 lines' `embeddings` within 1e-4 of the Keras embedder's
+    (the padded batch, padding skipped) and their ids FullTokenizer's."""
+    packed = python_pack(tokenizer, [(line, None) for line in LINES])
+    expected = embedder(minilm_dir)({name: tf.constant(value) for name, value in packed.items()}, training=False,
+                                    skip_padding=True).numpy()
+    assert not call_errors(litert, "embedder")
+    for row, length in enumerate(packed["input_mask"].sum(axis=1)):
+        got = call_outputs(litert, "embedder", row)
+        np.testing.assert_array_equal(got["input_ids"], packed["input_ids"][row:row + 1, :length])
+        assert_close(got["embeddings"], expected[row:row + 1], f"embeddings of line {row}")
 
 
 @pytest.mark.slow

@@ -70,6 +70,36 @@ def test_attention_masks_padding(tiny_config):
     np.testing.assert_allclose(probs.sum(-1), 1.0, atol=1e-5)
 
 
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_skip_padding_gives_the_padded_outputs_at_real_tokens_and_zeros_at_padding(tiny_config, policy):
+    """skip_padding=True (the Transformer layers on the real tokens only) in a traced function, as the
+    embedder serves: the same outputs at real positions, zeros at padding, the same attention probabilities of
+    the real queries;
+    a row without real tokens (a client's all-zero mask) gives zeros, not an error."""
+    keras.config.set_dtype_policy(policy)
+    try:
+        encoder = BertEncoder(tiny_config)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    inputs = random_inputs(tiny_config, batch=13, seq=9)
+    inputs["input_mask"][3] = 0
+    mask = inputs["input_mask"].astype(bool)
+    assert 0 < mask.sum() < mask.size / 1.2  # padding to skip
+    padded = encoder(inputs, output_attention_probs=True)
+    packed = tf.function(lambda x: encoder(x, output_attention_probs=True, skip_padding=True))(inputs)
+    tolerance = 1e-5 if policy == "float32" else 2e-2
+    for name in ("sequence_output", "pooled_output"):
+        want, got = padded[name].numpy(), packed[name].numpy()
+        real = mask if name == "sequence_output" else mask.any(1)
+        np.testing.assert_allclose(got[real], want[real], atol=tolerance)
+    for want, got in zip(padded["encoder_outputs"], packed["encoder_outputs"]):
+        np.testing.assert_allclose(got.numpy()[mask], want.numpy()[mask], atol=tolerance)
+        assert not got.numpy()[~mask].any()
+    for want, got in zip(padded["attention_probs"], packed["attention_probs"]):  # [B, heads, T, T]: real queries
+        np.testing.assert_allclose(np.swapaxes(got.numpy(), 1, 2)[mask], np.swapaxes(want.numpy(), 1, 2)[mask],
+                                   atol=tolerance)
+
+
 def test_segment_ids_and_positions_matter(tiny_config):
     encoder = BertEncoder(tiny_config)
     inputs = random_inputs(tiny_config)

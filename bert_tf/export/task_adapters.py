@@ -142,7 +142,7 @@ class EmbedderAdapter(ServingAdapter):
     """Serving outputs of a `BertSentenceEmbedder`: `embeddings` float32 [B, H] (see the module doc)."""
 
     def outputs(self, inputs):
-        return {EMBEDDINGS: tf.cast(self.model(inputs, training=False), tf.float32)}
+        return {EMBEDDINGS: tf.cast(self.model(inputs, training=False, skip_padding=True), tf.float32)}
 
 
 class SpanLabelerAdapter(ServingAdapter):

@@ -15,6 +15,7 @@ from bert_tf.feature_schema import (
 )
 from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.layers.embeddings import BertEmbeddings
+from bert_tf.modeling.layers.packed_tokens import PackedTokens
 from bert_tf.modeling.layers.transformer import BertTransformerLayer
 
 
@@ -36,6 +37,11 @@ class BertEncoder(keras.Model):
       `attention_probs` (only when called with `output_attention_probs=True`): list of L float32
       [B, heads, T, T] attention probabilities.
     Under a mixed-precision policy matmuls run in the compute dtype; LayerNorm and softmax run in float32.
+
+    `skip_padding=True` runs the Transformer layers on the real tokens only (`PackedTokens`: a batch of
+    texts of different lengths costs the compute of its real tokens, not of B * T); the outputs at real
+    positions are those of the padded computation to float rounding, `sequence_output` and `encoder_outputs`
+    are zero at the padding. Not under XLA (the packed shape depends on input_mask's values).
     """
 
     def __init__(self, config, **kwargs):
@@ -66,7 +72,7 @@ class BertEncoder(keras.Model):
             self.pooler.build((None, self.config.hidden_size))
         self.built = True
 
-    def call(self, inputs, training=None, output_attention_probs=False):
+    def call(self, inputs, training=None, output_attention_probs=False, skip_padding=False):
         if not isinstance(inputs, dict):
             inputs = {INPUT_IDS: inputs}
         unknown = set(inputs) - set(INPUT_NAMES)
@@ -82,11 +88,15 @@ class BertEncoder(keras.Model):
             segment_ids = ops.zeros_like(input_ids)
         hidden = self.embeddings(input_ids, segment_ids, training=training)
         embedding_output = hidden
+        packed = PackedTokens(input_mask) if skip_padding else None
+        if packed is not None:
+            hidden = packed.pack(hidden)
         encoder_outputs, all_probs = [], []
         for layer in self.transformer_layers:
-            hidden, probs = layer(hidden, input_mask, training=training)
-            encoder_outputs.append(hidden)
+            hidden, probs = layer(hidden, input_mask, training=training, packed=packed)
+            encoder_outputs.append(packed.unpack(hidden) if packed is not None else hidden)
             all_probs.append(probs)
+        hidden = encoder_outputs[-1]
         outputs = {
             SEQUENCE_OUTPUT: hidden,
             POOLED_OUTPUT: self.pooler(self._pooled_token(hidden, input_mask)),

@@ -32,7 +32,9 @@ class BertSelfAttention(keras.layers.Layer):
     would be autocast to the compute dtype), and the softmax is computed in float32.
 
     Call: hidden float [B, T, H], input_mask int [B, T] (1 = real token) ->
-    (context [B, T, H] in the compute dtype, probabilities float32 [B, heads, T, T]).
+    (context [B, T, H] in the compute dtype, probabilities float32 [B, heads, T, T]). With `packed` (a
+    `PackedTokens` of input_mask), hidden and context are the real tokens only, [N, H]: the projections
+    run on them and attention on the padded layout.
     """
 
     def __init__(self, num_attention_heads, hidden_size, initializer_range=0.02, dropout_rate=0.1, causal=False,
@@ -63,10 +65,11 @@ class BertSelfAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, length, self.num_attention_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
-    def call(self, hidden, input_mask, training=None):
-        query = self._split_heads(self.query(hidden))
-        key = self._split_heads(self.key(hidden))
-        value = self._split_heads(self.value(hidden))
+    def call(self, hidden, input_mask, training=None, packed=None):
+        padded = packed.unpack if packed is not None else (lambda x: x)
+        query = self._split_heads(padded(self.query(hidden)))
+        key = self._split_heads(padded(self.key(hidden)))
+        value = self._split_heads(padded(self.value(hidden)))
         logits = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         logits = ops.cast(logits, "float32") * (1.0 / math.sqrt(self.head_size))
         logits += attention_bias(input_mask, self.causal)
@@ -74,7 +77,8 @@ class BertSelfAttention(keras.layers.Layer):
         dropped = ops.cast(self.dropout(probs, training=training), self.compute_dtype)
         context = ops.transpose(ops.matmul(dropped, value), (0, 2, 1, 3))
         batch, length = ops.shape(context)[0], ops.shape(context)[1]
-        return ops.reshape(context, (batch, length, self.hidden_size)), probs
+        context = ops.reshape(context, (batch, length, self.hidden_size))
+        return (packed.pack(context) if packed is not None else context), probs
 
     def get_config(self):
         return {**super().get_config(), "num_attention_heads": self.num_attention_heads,

@@ -53,7 +53,8 @@ class BertTransformerLayer(keras.layers.Layer):
     Google scope `bert/encoder/layer_N/` with `attention/self/{query,key,value}`, `attention/output/...`,
     `intermediate/dense` [H, I] and `output/...` ([I, H] dense + LayerNorm).
 
-    Call: hidden [B, T, H], input_mask int [B, T] -> (float32 [B, T, H], probs float32 [B, heads, T, T]).
+    Call: hidden [B, T, H], input_mask int [B, T] -> (float32 [B, T, H], probs float32 [B, heads, T, T]);
+    with `packed` (a `PackedTokens` of input_mask), hidden and the output are the real tokens only, [N, H].
 
     No autocast: under a mixed-precision policy the residual stream stays float32 from one LayerNorm to the
     next, as in torch autocast, and only the matmuls' inputs are cast to the compute dtype (once per block, by
@@ -93,8 +94,8 @@ class BertTransformerLayer(keras.layers.Layer):
         self.output_block.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
         self.built = True
 
-    def call(self, hidden, input_mask, training=None):
-        context, probs = self.self_attention(hidden, input_mask, training=training)
+    def call(self, hidden, input_mask, training=None, packed=None):
+        context, probs = self.self_attention(hidden, input_mask, training=training, packed=packed)
         attended = self.attention_output(context, hidden, training=training)
         return self.output_block(self.intermediate(attended), attended, training=training), probs
 
