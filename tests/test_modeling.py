@@ -74,8 +74,7 @@ def test_attention_masks_padding(tiny_config):
 def test_skip_padding_gives_the_padded_outputs_at_real_tokens_and_zeros_at_padding(tiny_config, policy):
     """skip_padding=True (the Transformer layers on the real tokens only) in a traced function, as the
     embedder serves: the same outputs at real positions, zeros at padding, the same attention probabilities of
-    the real queries;
-    a row without real tokens (a client's all-zero mask) gives zeros, not an error."""
+    the real queries; a row without real tokens (a client's all-zero mask) gives zeros, not an error."""
     keras.config.set_dtype_policy(policy)
     try:
         encoder = BertEncoder(tiny_config)
