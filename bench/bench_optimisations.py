@@ -1,7 +1,8 @@
 """A/B timings of the building blocks behind bert_tf's speed choices, one process, BERT-Base shapes.
 
     python bench/bench_optimisations.py [--batch_size=8] [--seq_length=128] [--repeats=30] [--predict_examples=2000]
-        [--blocks=dense,gelu,layer_norm,dropout,qkv,weights,predict,optimizer,skip_padding]
+        [--blocks=dense,gelu,layer_norm,dropout,qkv,weights,predict,optimizer,skip_padding,
+                attention_scale]
 
   dense      the feed-forward block [B, T, 768] -> 3072 (GELU) -> 768: keras.layers.Dense (Tensordot: MatMul,
              Reshape, BiasAdd; not fusable) vs bert_tf's BertDense (2-D MatMul + BiasAdd + GELU: one oneDNN
@@ -36,7 +37,11 @@
              `export_model.py --export_dtype=bfloat16` stores them) over the first 512 SOTU sentences in
              length-sorted batches of 32 and of 256, each padded to its longest sentence (what
              SentenceEncoder feeds it): every layer on the padded batch vs `skip_padding=True` (the
-             position-wise layers on the real tokens only, PackedTokens).
+             position-wise layers on the real tokens only, PackedTokens);
+  attention_scale  the BERT-Base encoder's inference forward (mixed_bfloat16, bench_models.py's random
+             inputs) at batch 8 x seq 512 and batch 32 x seq 128: 1/sqrt(64) applied to the float32 logits
+             [B, 12, T, T] vs to the query [B, T, 768] (`BertSelfAttention.scales_query`), the same weights;
+             calls alternate between the two, and the row names the max |diff| of their pooled outputs.
 
 Medians of `--repeats` timed calls after 3 untimed ones; each block is a tf.function. Appends a table to
 bench/RESULTS.md.
@@ -250,9 +255,10 @@ def sentiment_features(count, seq_length):
 
 def slow_block_repeats(args):
     """Timed calls of the slow blocks: {block: repeats} for predict (and finetune), optimizer, weights and
-    skip_padding."""
+    skip_padding and attention_scale."""
     return {"predict": max(3, args.repeats // 10), "optimizer": max(5, args.repeats // 3),
-            "weights": max(5, args.repeats // 3), "skip_padding": max(3, args.repeats // 6)}
+            "weights": max(5, args.repeats // 3), "skip_padding": max(3, args.repeats // 6),
+            "attention_scale": max(5, args.repeats // 3)}
 
 
 def embedder_block(skip_padding, embedder, batches):
@@ -380,6 +386,40 @@ def skip_padding_rows(args):
     return rows
 
 
+def attention_scale_rows(args):
+    import keras
+    import tensorflow as tf
+
+    from bench.bench_models import random_inputs
+    from bert_tf import BertConfig, configs
+    from bert_tf.feature_schema import INPUT_NAMES
+    from bert_tf.modeling.encoder import BertEncoder
+    config = BertConfig.from_json_file(configs.path("base"))
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    encoders = {"scaled logits": BertEncoder(config), "scaled query": BertEncoder(config)}
+    keras.mixed_precision.set_global_policy("float32")
+    rows = []
+    for batch_size, seq_length in ((8, 512), (32, 128)):
+        features = random_inputs(batch_size, seq_length, 1, config.vocab_size)
+        inputs = {name: tf.constant(features[name]) for name in INPUT_NAMES}
+        for encoder in encoders.values():
+            encoder(inputs, training=False)
+        encoders["scaled query"].set_weights(encoders["scaled logits"].get_weights())
+        for layer in encoders["scaled logits"].transformer_layers:
+            layer.self_attention.scales_query = False
+        forwards = {name: tf.function(lambda x, encoder=encoder: encoder(x, training=False)["pooled_output"])
+                    for name, encoder in encoders.items()}
+        pooled = [forward(inputs).numpy().astype(np.float32) for forward in forwards.values()]
+        seconds = {name: [] for name in forwards}
+        for _ in range(slow_block_repeats(args)["attention_scale"]):  # alternating: the machine's drift hits both
+            for name, forward in forwards.items():
+                seconds[name] += timed_calls(lambda f=forward, x=inputs: f(x).numpy(), 0, 1)
+        times = {name: 1e3 * float(np.median(values)) for name, values in seconds.items()}
+        rows.append(("attention_scale", f"BERT-Base encoder inference, batch {batch_size} x seq {seq_length}, "
+                     f"mixed_bfloat16; pooled max abs diff {np.max(np.abs(pooled[0] - pooled[1])):.1e}", times))
+    return rows
+
+
 def optimizer_rows(args):
     times = {}
     for kind in ("keras.optimizers.AdamW", "adamw", "adam_weight_decay"):
@@ -390,7 +430,7 @@ def optimizer_rows(args):
 
 BLOCKS = {"dense": dense_rows, "gelu": gelu_rows, "layer_norm": layer_norm_rows, "dropout": dropout_rows,
           "qkv": qkv_rows, "weights": weights_rows, "predict": predict_and_finetune_rows,
-          "optimizer": optimizer_rows, "skip_padding": skip_padding_rows}
+          "optimizer": optimizer_rows, "skip_padding": skip_padding_rows, "attention_scale": attention_scale_rows}
 
 
 def main():

@@ -141,6 +141,32 @@ def test_gelu_is_exact_erf_and_tanh_is_the_approximation():
     assert np.abs(erf - tanh).max() > 1e-4  # the two are really different functions
 
 
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_attention_scales_the_query_only_where_that_gives_the_same_bits(policy):
+    """1/sqrt(head size) is applied to the query when it is a power of two (head size 64, as in BERT-Base), and
+    then the layer's outputs are bit-identical to scaling the float32 logits; head size 32 (MiniLM) keeps the
+    logits multiply."""
+    from bert_tf.modeling.layers.attention import BertSelfAttention
+    assert not BertSelfAttention(12, 384).scales_query
+    hidden = np.random.RandomState(0).normal(size=(3, 9, 128)).astype(np.float32)
+    mask = np.ones((3, 9), np.int32)
+    mask[1, 5:] = 0
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        layers = [BertSelfAttention(2, 128) for _ in range(2)]
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    for layer in layers:
+        layer.build(hidden.shape)
+    layers[1].set_weights(layers[0].get_weights())
+    assert layers[0].scales_query and layers[1].scales_query
+    layers[1].scales_query = False
+    (context, probs), (want_context, want_probs) = (layer(hidden, mask) for layer in layers)
+    np.testing.assert_array_equal(np.asarray(context, np.float32), np.asarray(want_context, np.float32))
+    np.testing.assert_array_equal(probs.numpy(), want_probs.numpy())
+    assert np.abs(probs.numpy() - 1 / 9).max() > 1e-3  # the logits are not all equal: the scale is exercised
+
+
 def test_mixed_precision_keeps_the_residual_stream_in_float32():
     """With every dense weight zero a block's output is LayerNorm(LayerNorm(hidden)): under mixed_bfloat16 it
     must equal the float32 block's exactly, which it would not if the residual were rounded to bfloat16."""
