@@ -1,9 +1,38 @@
-"""Dropout with 16 random bits per element: half the random-number work of keras.layers.Dropout."""
+"""Dropout whose mask is a counter-based hash of the element's index (SplitMix64), in one XLA-fused kernel."""
 
 import keras
 import tensorflow as tf
 
-_LEVELS = 1 << 16  # an element is dropped when its 16 random bits, as an integer, are below rate * _LEVELS
+_LEVELS = 1 << 16  # an element is dropped when 16 bits of its hash, as an integer, are below rate * _LEVELS
+_GOLDEN_GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's increment between consecutive counters
+
+
+def _u64(value):
+    return tf.constant(value, tf.uint64)
+
+
+def splitmix64(z):
+    """SplitMix64's output function (Steele, Lea and Flood 2014; the constants of Vigna's `splitmix64.c`) on
+    uint64 z [...]: a bijection whose outputs over z = key + n * golden gamma pass BigCrush."""
+    z = tf.bitwise.bitwise_xor(z, tf.bitwise.right_shift(z, _u64(30))) * _u64(0xBF58476D1CE4E5B9)
+    z = tf.bitwise.bitwise_xor(z, tf.bitwise.right_shift(z, _u64(27))) * _u64(0x94D049BB133111EB)
+    return tf.bitwise.bitwise_xor(z, tf.bitwise.right_shift(z, _u64(31)))
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _forward(x, key, threshold, scale):
+    """x [...], key uint64 [] -> (x with each dropped element zeroed and the others times `scale`, keep bool [...]).
+    Element n (row-major) is dropped when the top 16 bits of splitmix64(key + (n + 1) * gamma) are < threshold."""
+    counters = tf.cast(tf.range(tf.size(x, out_type=tf.int64)), tf.uint64) + _u64(1)
+    bits = tf.cast(tf.bitwise.right_shift(splitmix64(key + counters * _u64(_GOLDEN_GAMMA)), _u64(48)), tf.int32)
+    keep = tf.reshape(bits >= threshold, tf.shape(x))
+    return tf.where(keep, x * tf.cast(scale, x.dtype), tf.zeros((), x.dtype)), keep
+
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def _backward(dy, keep, scale):
+    """The gradient of `_forward` w.r.t. x: dy [...] where kept, times `scale`; 0 where dropped."""
+    return tf.where(keep, dy * tf.cast(scale, dy.dtype), tf.zeros((), dy.dtype))
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -11,11 +40,14 @@ class BertDropout(keras.layers.Layer):
     """Inverted dropout (Srivastava et al. 2014): in training, each element is zeroed with probability
     `rate` (to 1/65536) and the others are scaled by 1 / (1 - rate); outside training, the identity.
 
-    keras.layers.Dropout draws one uniform number per element in the input's dtype (for bfloat16, 7 random
-    bits: a rate of 0.1 drops 10.16%); here each 32-bit output of the Philox generator decides two elements
-    with 16 bits each, which halves the random-number work, a visible share of a CPU training step
-    (bench/bench_optimisations.py). The draw is stateless, seeded from a Keras SeedGenerator (its state is
-    checkpointed by the training loop, so a resumed run draws the same masks).
+    The random bits are not drawn from TensorFlow's Philox kernel, whose CPU implementation is most of a
+    dropout's time (the attention probabilities' dropout was 8% of the op time of a training step at
+    sequence 512, bench/RESULTS.md H48): each element's 16 bits are a hash of its index and a per-call key
+    (SplitMix64, a counter-based generator that passes BigCrush), computed, compared and applied in one
+    XLA-fused kernel, with the backward another (3-4x faster than Philox, bench/bench_optimisations.py:
+    `dropout`). keras.layers.Dropout draws one uniform number per element in the input's dtype (for
+    bfloat16, 7 random bits: a rate of 0.1 drops 10.16%). The key comes from a Keras SeedGenerator (its
+    state is checkpointed by the training loop, so a resumed run draws the same masks).
 
     Call: inputs [...] (any float dtype), training -> same shape and dtype.
     """
@@ -32,13 +64,17 @@ class BertDropout(keras.layers.Layer):
     def call(self, inputs, training=None):
         if not training or not self._threshold:
             return inputs
-        seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
-        count = tf.size(inputs)
-        bits = tf.random.stateless_uniform([(count + 1) // 2], seed, minval=None, maxval=None, dtype=tf.uint32)
-        halves = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:count]
-        keep = tf.reshape(halves, tf.shape(inputs)) >= tf.constant(self._threshold, tf.uint16)
-        scaled = inputs * tf.constant(1.0 / (1.0 - self.rate), inputs.dtype)
-        return tf.where(keep, scaled, tf.zeros((), inputs.dtype))
+        seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.uint64)
+        key = splitmix64(tf.bitwise.left_shift(seed[0], _u64(32)) + seed[1])
+        threshold = tf.constant(self._threshold, tf.int32)
+        scale = tf.constant(1.0 / (1.0 - self.rate), tf.float32)
+
+        @tf.custom_gradient
+        def dropout(x):
+            y, keep = _forward(x, key, threshold, scale)
+            return y, lambda dy: _backward(dy, keep, scale)
+
+        return dropout(inputs)
 
     def compute_output_shape(self, input_shape):
         return input_shape
