@@ -47,8 +47,8 @@ class BertDropout(keras.layers.Layer):
     XLA-fused kernel, with the backward another (bench/bench_optimisations.py `dropout`: 3.3-4.7x the speed
     of keras.layers.Dropout, against 1.6-2.1x with 16 Philox bits per element). keras.layers.Dropout draws
     one uniform number per element in the input's dtype (for bfloat16, 7 random bits: a rate of 0.1 drops
-    10.16%). The key comes from a Keras SeedGenerator (its
-    state is checkpointed by the training loop, so a resumed run draws the same masks).
+    10.16%). The key comes from a Keras SeedGenerator (its state is checkpointed by the training loop, so a
+    resumed run draws the same masks).
 
     Call: inputs [...] (any float dtype), training -> same shape and dtype.
     """
