@@ -398,15 +398,15 @@ def attention_scale_rows(args):
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     encoders = {"scaled logits": BertEncoder(config), "scaled query": BertEncoder(config)}
     keras.mixed_precision.set_global_policy("float32")
+    for encoder in encoders.values():
+        encoder.build()
+    encoders["scaled query"].set_weights(encoders["scaled logits"].get_weights())
+    for layer in encoders["scaled logits"].transformer_layers:
+        layer.self_attention.scales_query = False
     rows = []
     for batch_size, seq_length in ((8, 512), (32, 128)):
         features = random_inputs(batch_size, seq_length, 1, config.vocab_size)
         inputs = {name: tf.constant(features[name]) for name in INPUT_NAMES}
-        for encoder in encoders.values():
-            encoder(inputs, training=False)
-        encoders["scaled query"].set_weights(encoders["scaled logits"].get_weights())
-        for layer in encoders["scaled logits"].transformer_layers:
-            layer.self_attention.scales_query = False
         forwards = {name: tf.function(lambda x, encoder=encoder: encoder(x, training=False)["pooled_output"])
                     for name, encoder in encoders.items()}
         pooled = [forward(inputs).numpy().astype(np.float32) for forward in forwards.values()]

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from bert_tf import BertEncoder
 from bert_tf.modeling.layers.activations import gelu, gelu_tanh
+from bert_tf.modeling.layers.attention import BertSelfAttention
 from bert_tf.modeling.layers.transformer import BertTransformerLayer
 from tests.helpers.model_inputs import random_inputs
 
@@ -146,7 +147,6 @@ def test_attention_scales_the_query_only_where_that_gives_the_same_bits(policy):
     """1/sqrt(head size) is applied to the query when it is a power of two (head size 64, as in BERT-Base), and
     then the layer's outputs are bit-identical to scaling the float32 logits; head size 32 (MiniLM) keeps the
     logits multiply."""
-    from bert_tf.modeling.layers.attention import BertSelfAttention
     assert not BertSelfAttention(12, 384).scales_query
     hidden = np.random.RandomState(0).normal(size=(3, 9, 128)).astype(np.float32)
     mask = np.ones((3, 9), np.int32)
