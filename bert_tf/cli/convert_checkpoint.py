@@ -61,8 +61,9 @@ def main(_):
 
 
 def console():
-    """The command (see the module docstring): absl parses the flags and runs main."""
-    scripting.run(main)
+    """The command (see the module docstring): absl parses the flags and runs main. No lock on --output_dir:
+    the converted folder appears whole by one rename, and a second conversion into it is refused."""
+    scripting.run(main, lock_output=False)
 
 
 if __name__ == "__main__":

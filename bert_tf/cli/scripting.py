@@ -1,6 +1,7 @@
 """What every command shares: one clear error line instead of a traceback for bad input and for the
 failures of files and disks, no empty output folder left by a failed run, every key flag in `--help`."""
 
+import contextlib
 import datetime
 import json
 import os
@@ -9,6 +10,8 @@ import sys
 import time
 
 from absl import app, flags, logging
+
+from bert_tf import run_lock
 
 TRACEBACK_VARIABLE = "BERT_TF_TRACEBACK"  # set to 1 to see the traceback of a reported error
 
@@ -27,18 +30,25 @@ def error_line(error):
     return " ".join(str(error).split("\n")).strip()
 
 
-def run(main):
+def run(main, lock_output=True):
     """`absl.app.run(main)`, but a ValueError (bad flags or data), an OSError (missing or unwritable file,
     full disk) or a TensorFlow OpError (damaged or truncated file, failed write) ends the program with a
     single `Error: ...` line on stderr and exit status 1 (with BERT_TF_TRACEBACK=1 in the environment, the
     traceback is printed too); other exceptions keep their traceback (they are bugs). Whatever ends a run
     early (an error, Ctrl-C), the output folders it created and wrote no file into are removed. A run that
-    ends well logs its `summary` last."""
+    ends well logs its `summary` last.
+
+    lock_output: the command holds the lock of its --output_dir / --export_dir for its whole run
+    (`bert_tf.run_lock`: a second run on the same folder stops at once with one line naming the holder);
+    False only for a command whose output folder appears whole, by one rename (convert_checkpoint.py)."""
 
     def guarded(argv):
         created, started = _new_output_directories(), time.time()
         try:
-            status = main(argv)
+            with contextlib.ExitStack() as locks:
+                for folder in _locked_folders() if lock_output else ():
+                    locks.enter_context(run_lock.hold(folder, os.path.basename(sys.argv[0])))
+                status = main(argv)
             logging.info("%s", summary(started))
             return status
         except BaseException as e:
@@ -109,6 +119,19 @@ def _results(directory, new_entries):
         with open(os.path.join(directory, "eval_results.json"), encoding="utf-8") as f:
             results.update({k: v for k, v in json.load(f).items() if isinstance(v, (int, float))})
     return results
+
+
+def _locked_folders():
+    """The output folders (OUTPUT_DIRECTORY_FLAGS) this process locks: none on a worker of a multi-worker run
+    other than the chief, which holds the lock for the cluster (the chief as `distribute.is_chief` tells it:
+    TF_CONFIG's `chief` task, else worker 0)."""
+    if "distribution_strategy" in flags.FLAGS and flags.FLAGS.distribution_strategy == "multi_worker_mirrored":
+        tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+        task, chief = tf_config.get("task", {}), "chief" if "chief" in tf_config.get("cluster", {}) else "worker"
+        if task and (task.get("type"), int(task.get("index", 0))) != (chief, 0):
+            return []
+    return [flags.FLAGS[name].value for name in OUTPUT_DIRECTORY_FLAGS
+            if name in flags.FLAGS and flags.FLAGS[name].value]
 
 
 def _new_output_directories():

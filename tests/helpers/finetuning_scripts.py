@@ -26,12 +26,20 @@ def make_tiny_model_dir(directory, vocab_file):
             "init_checkpoint": directory / "bert_model.ckpt"}
 
 
-def run(script, model_dir, **flags):
-    """Runs `script` with the flags of `model_dir` (make_tiny_model_dir's), short defaults and `flags`."""
+def start(script, model_dir, **flags):
+    """Starts `script` with the flags of `model_dir` (make_tiny_model_dir's), short defaults and `flags`; returns
+    its Popen (text stdout and stderr pipes)."""
     flags = {**model_dir, "max_seq_length": 32, "train_batch_size": 2, "num_train_epochs": 1, **flags}
     args = [f"--{k}={v}" for k, v in flags.items()]
-    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    return subprocess.Popen([sys.executable, os.path.join(ROOT, script), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+
+
+def run(script, model_dir, **flags):
+    """Runs `script` as `start` does and waits for it: a CompletedProcess with its stdout and stderr."""
+    process = start(script, model_dir, **flags)
+    stdout, stderr = process.communicate()
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def results(output_dir):
