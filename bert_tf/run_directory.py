@@ -12,6 +12,8 @@ under kills.
     best/                         fine-tuning with --best_metric: model.ckpt-N of the best dev evaluation, its
                                   `checkpoint` index, eval_results.txt and labels.txt (`keep_best`)
     dev_evaluations.jsonl         fine-tuning with --best_metric: every dev evaluation, {"step", "results"}
+    training_settings.json        the training run's settings (learning rate, batch size, ...) and the changes
+                                  that resumed reruns made to them (`record_settings`)
 
 A checkpoint bundle exists once its `.index` is in place: it is written under a temporary prefix and its
 files renamed, the index last (`write_bundle`). Retention keeps the newest `MAX_CHECKPOINTS_TO_KEEP` steps
@@ -21,6 +23,7 @@ The contract is described in docs/DESIGN.md, section 3.1.
 """
 
 import glob
+import json
 import os
 import re
 import shutil
@@ -88,10 +91,12 @@ def write_bundle(prefix, write):
                 os.remove(leftover)
 
 
-def write_index(directory, step, name=EXPORT_NAME):
-    """The `checkpoint` index file, as TF1 wrote it, naming `<name>-<step>` (and the other kept steps up to
-    it): tf.train.latest_checkpoint(directory) finds it."""
-    kept = [f"{name}-{s}" for s in steps(directory, name) if s < step] + [f"{name}-{step}"]
+def write_index(directory, step, name=EXPORT_NAME, keep=MAX_CHECKPOINTS_TO_KEEP):
+    """The `checkpoint` index file, as TF1 wrote it, naming `<name>-<step>` and the earlier steps that
+    `retain(directory, step, name, keep)` keeps (so the index never names a removed bundle):
+    tf.train.latest_checkpoint(directory) finds it."""
+    earlier = [s for s in steps(directory, name) if s < step]
+    kept = [f"{name}-{s}" for s in earlier[max(0, len(earlier) - keep + 1):] if keep > 1] + [f"{name}-{step}"]
     lines = [f'model_checkpoint_path: "{kept[-1]}"'] + [f'all_model_checkpoint_paths: "{k}"' for k in kept]
     atomic_io.write_file(os.path.join(directory, INDEX_FILE), "\n".join(lines) + "\n")
 
@@ -155,6 +160,62 @@ def write_test_results(directory, rows, name=TEST_RESULTS_FILE):
 def write_config(directory, config):
     """`directory/bert_config.json`: the BertConfig `config` in Google's format (written atomically)."""
     config.to_json_file(os.path.join(directory, CONFIG_FILE))
+
+
+SETTINGS_FILE = "training_settings.json"
+
+
+def check_resumable(directory, config, settings):
+    """Before a training run writes anything in `directory`: can it resume the training state there?
+
+    When `directory` holds a training state (it would resume from its newest step), ValueError if `config`
+    (a BertConfig) differs from the bert_config.json that state was trained with, naming every differing
+    field: nothing in `directory` is changed, so the state stays usable by the command that made it. Returns
+    the `settings` ({name: value}, e.g. learning_rate) that differ from those recorded with the state
+    (`record_settings`), as {name: (recorded, new)}; {} when there is no state or no record."""
+    states = steps(os.path.join(directory, STATE_DIR), STATE_NAME)
+    if not states:
+        return {}
+    config_path = os.path.join(directory, CONFIG_FILE)
+    if os.path.exists(config_path):
+        trained, wanted = type(config).from_json_file(config_path).to_dict(), config.to_dict()
+        differences = [f"{field} {trained.get(field)} (trained) vs {wanted.get(field)}"
+                       for field in sorted(set(trained) | set(wanted)) if trained.get(field) != wanted.get(field)]
+        if differences:
+            raise ValueError(f"{directory} holds the training state of step {states[-1]} of a model with another "
+                             f"config ({CONFIG_FILE}: {', '.join(differences)}); it is left unchanged. Rerun with "
+                             "the config it was trained with to resume it, or choose another --output_dir")
+    return _changed(_read_settings(directory).get("settings", {}), settings)
+
+
+def record_settings(directory, settings):
+    """Writes `settings` ({name: JSON value}: the run's learning rate, batch size, ...) to
+    `directory/training_settings.json`, keeping a list of the changes made by reruns that resumed with other
+    values ({"step", "setting", "from", "to"}: from the newest training state's step on)."""
+    previous = _read_settings(directory)
+    changes = list(previous.get("changes", []))
+    states = steps(os.path.join(directory, STATE_DIR), STATE_NAME)
+    for name, (recorded, new) in _changed(previous.get("settings", {}), settings).items():
+        changes.append({"step": states[-1] if states else 0, "setting": name, "from": recorded, "to": new})
+    atomic_io.write_file(os.path.join(directory, SETTINGS_FILE),
+                         json.dumps({"settings": settings, "changes": changes}, indent=2, sort_keys=True) + "\n")
+
+
+def _read_settings(directory):
+    path = os.path.join(directory, SETTINGS_FILE)
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not a valid settings file ({e}); remove it to record this run's") from None
+
+
+def _changed(recorded, settings):
+    """{name: (recorded value, new value)} of the `settings` whose recorded value differs."""
+    return {name: (recorded[name], value) for name, value in settings.items()
+            if name in recorded and recorded[name] != value}
 
 
 def newest_export(directory):

@@ -101,7 +101,7 @@ def test_no_intact_state_is_an_error_and_deletes_nothing(trained, training_recor
     for step in (2, 4, 6):
         truncate(state(model_dir, step, ".data-00000-of-00001"))
     before = sorted(os.listdir(os.path.join(model_dir, run_directory.STATE_DIR)))
-    with pytest.raises(ValueError, match=r"training_state holds no intact training state to resume from: .*"
+    with pytest.raises(ValueError, match=r"training_state holds no training state this run can resume from: .*"
                                          r"ckpt-6: .*ckpt-4: .*ckpt-2: .*Move it away to start again from step 0"):
         make_trainer(8, STEPS).train(dataset_fn(training_records), model_dir, STEPS, 2, 2)
     assert sorted(os.listdir(os.path.join(model_dir, run_directory.STATE_DIR))) == before

@@ -1,6 +1,7 @@
 """run_classifier.py, run_ner.py and run_swag.py end to end, as separate processes, on a tiny model (the real
 uncased vocab, 2 layers of 32) for a few steps: every task family, every output file, bad input."""
 
+import json
 import re
 
 import numpy as np
@@ -10,6 +11,7 @@ from bert_tf import BertConfig, load_checkpoint
 from bert_tf.data.tasks import multiple_choice
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.tokenization import FullTokenizer
+from tests.helpers.configs import script_config, write_config
 from tests.helpers.finetuning_scripts import results, run, write_files
 from tests.helpers.task_data import GLUE, SWAG_HEADER, SWAG_ROWS
 
@@ -160,3 +162,39 @@ def test_bad_input(tiny_model_dir, tmp_path):
     done = run("run_classifier.py", tiny_model_dir, task_name="glue", data_dir=tmp_path, output_dir=tmp_path / "out",
                do_train=True)
     assert done.returncode == 1 and "Error: unknown task 'glue'" in done.stderr
+
+
+@pytest.mark.slow
+def test_reruns_that_do_not_fit_the_run_change_nothing_and_say_why(tiny_model_dir, tmp_path):
+    """Another --bert_config_file: refused before anything is written (it used to replace bert_config.json
+    first, then call the intact state damaged); other settings: a warning naming each, recorded; the
+    --init_checkpoint's own folder as --output_dir: refused (it used to re-point that model's index)."""
+    data = write_files(tmp_path, {k[len("MNLI/"):]: v for k, v in GLUE.items() if k.startswith("MNLI/")})
+    out = tmp_path / "out"
+    flags = dict(task_name="MNLI", data_dir=data, output_dir=out, do_train=True, train_batch_size=1)
+    trained = run("run_classifier.py", tiny_model_dir, **flags)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    before = {path.name: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    other = write_config(tmp_path / "other_config.json", script_config(intermediate_size=40))
+    refused = run("run_classifier.py", tiny_model_dir, **{**flags, "bert_config_file": other, "num_train_epochs": 2})
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"Error: {out} holds the training state of step 2 of a model with another config (bert_config.json: "
+        "intermediate_size 37 (trained) vs 40); it is left unchanged. Rerun with the config it was trained with "
+        "to resume it, or choose another --output_dir")
+    assert {path.name: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
+    resumed = run("run_classifier.py", tiny_model_dir, **{**flags, "num_train_epochs": 2, "learning_rate": 1e-4})
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert re.search(r"Resuming \S+ with other settings than it was trained with: --learning_rate 5e-05 -> 0.0001, "
+                     r"--num_train_epochs 1.0 -> 2.0 \(recorded in training_settings.json\)", resumed.stderr)
+    assert (out / "model.ckpt-4.index").exists() and "Resumed from" in resumed.stderr
+    recorded = json.loads((out / "training_settings.json").read_text())
+    assert recorded["settings"]["learning_rate"] == 1e-4 and recorded["changes"] == [
+        {"step": 2, "setting": "learning_rate", "from": 5e-05, "to": 1e-4},
+        {"step": 2, "setting": "num_train_epochs", "from": 1.0, "to": 2.0}]
+    model_dir = tiny_model_dir["init_checkpoint"].parent
+    into_model = run("run_classifier.py", tiny_model_dir, **{**flags, "output_dir": model_dir})
+    assert into_model.returncode == 1
+    assert into_model.stderr.strip().splitlines()[-1].startswith(
+        f"Error: --output_dir={model_dir} is the folder of --init_checkpoint={tiny_model_dir['init_checkpoint']}: ")
+    assert not (model_dir / "checkpoint").exists()

@@ -38,6 +38,20 @@ def test_retention_keeps_the_newest_up_to_the_saved_step_and_drops_later_ones(tm
                                                    for e in ("index", "data-00000-of-00001"))
 
 
+@pytest.mark.parametrize("keep", [1, 3, run_directory.MAX_CHECKPOINTS_TO_KEEP])
+def test_the_index_names_exactly_the_bundles_that_retention_keeps(tmp_path, keep):
+    """As the loop saves: the bundle, the index, retention. The index used to name every step before the
+    new one, so it listed model.ckpt-1 after retention had deleted it."""
+    directory = str(tmp_path)
+    for step in range(1, 9):
+        bundle(directory, step)
+        run_directory.write_index(directory, step, keep=keep)
+        run_directory.retain(directory, step, keep=keep)
+        with open(os.path.join(directory, run_directory.INDEX_FILE), encoding="utf-8") as f:
+            named = [int(line.split("-")[-1].rstrip('"\n')) for line in f if line.startswith("all_model")]
+        assert named == run_directory.steps(directory) == list(range(max(1, step - keep + 1), step + 1))
+
+
 def test_index_file_is_checked_not_trusted(tmp_path):
     directory = str(tmp_path)
     bundle(directory, 2)

@@ -40,8 +40,18 @@ def test_original_records_train_evaluate_and_resume(pretraining_data, tmp_path):
     assert results["global_step"] == "6" and 0 < float(results["masked_lm_loss"]) < 11
     assert tf.train.latest_checkpoint(output_dir).endswith("model.ckpt-6")
     assert os.path.isfile(os.path.join(output_dir, "bert_config.json"))
+    with open(os.path.join(output_dir, "bert_config.json"), "rb") as f:
+        config_bytes = f.read()
+    other = write_config(tmp_path / "other.json", script_config(hidden_size=64, num_attention_heads=4))
+    error = run(base_args(pretraining_data, output_dir, bert_config_file=other, num_train_steps=9), expect_error=True)
+    assert error == (f"Error: {output_dir} holds the training state of step 6 of a model with another config "
+                     "(bert_config.json: hidden_size 32 (trained) vs 64); it is left unchanged. Rerun with the config "
+                     "it was trained with to resume it, or choose another --output_dir")
+    with open(os.path.join(output_dir, "bert_config.json"), "rb") as f:
+        assert f.read() == config_bytes  # it used to be replaced before the refusal
     output = run(base_args(pretraining_data, output_dir, num_train_steps=9, do_eval=False))
     assert "Resumed from" in output and "at step 6" in output and "step 9/9" in output
+    assert "other settings than it was trained with: --num_train_steps 6 -> 9" in output
 
 
 @pytest.mark.slow

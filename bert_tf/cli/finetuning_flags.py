@@ -71,10 +71,17 @@ def setup(segments=1, modes=("do_train", "do_eval", "do_predict")):
     config.check_seq_length(FLAGS.max_seq_length)
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     config.check_vocab_size(len(tokenizer.vocab), FLAGS.vocab_file)
+    if FLAGS.do_train:  # first: a state to resume from decides, not --init_checkpoint
+        training_flags.check_resumable(config, RESUMED_SETTINGS)
     model_flags.check_init_checkpoint(config)
     os.makedirs(FLAGS.output_dir, exist_ok=True)
     training_flags.set_policy()
     return strategy, config, tokenizer
+
+
+# The flags whose change a rerun that resumes a training state is warned about (and records).
+RESUMED_SETTINGS = ("learning_rate", "train_batch_size", "max_seq_length", "num_train_epochs", "warmup_proportion",
+                    "optimizer", "num_accumulation_steps", "mixed_precision", "seed")
 
 
 def head_options(bilstm_by=None):
@@ -154,10 +161,13 @@ def create_finetuner(strategy, model_fn):
 def train(tuner, data, dev_results):
     """Fine-tunes on `data` (features in memory or a TrainingInput, see FineTuner.train); with --best_metric,
     `dev_results()` (the eval_results.txt dict of the current weights) runs after every checkpoint and the best
-    weights go to output_dir/best/ (see BestCheckpoint), with --early_stopping_patience stopping early."""
+    weights go to output_dir/best/ (see BestCheckpoint), with --early_stopping_patience stopping early. The
+    settings of the run are recorded in output_dir (`run_directory.record_settings`)."""
+    if FLAGS.early_stopping_patience and not FLAGS.best_metric:
+        raise ValueError("--early_stopping_patience needs --best_metric (the dev result to watch)")
+    if tuner.is_chief:
+        run_directory.record_settings(FLAGS.output_dir, {name: FLAGS[name].value for name in RESUMED_SETTINGS})
     if not FLAGS.best_metric:
-        if FLAGS.early_stopping_patience:
-            raise ValueError("--early_stopping_patience needs --best_metric (the dev result to watch)")
         return tuner.train(data)
     best = BestCheckpoint(FLAGS.output_dir, FLAGS.best_metric, FLAGS.early_stopping_patience)
     return tuner.train(data, after_checkpoint=lambda step: best.update(step, dev_results))

@@ -63,11 +63,18 @@ def define(*names):
         _DEFINITIONS[name]()
 
 
+def init_checkpoint_folder():
+    """The folder of --init_checkpoint (the flag itself when it names a folder), or None without the flag."""
+    path = FLAGS.init_checkpoint if "init_checkpoint" in FLAGS else None
+    if not path:
+        return None
+    return path if os.path.isdir(path) else os.path.dirname(path)
+
+
 def beside_init_checkpoint(*names):
     """The first of `names` (paths relative to --init_checkpoint's directory, or to the folder it is in) that
     is a file there, or None: the config, vocab.txt, ... that came with the checkpoint."""
-    path = FLAGS.init_checkpoint
-    directory = path if os.path.isdir(path) else os.path.dirname(path)
+    directory = init_checkpoint_folder()
     return next((os.path.join(directory, n) for n in names if os.path.isfile(os.path.join(directory, n))), None)
 
 

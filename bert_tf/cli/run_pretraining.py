@@ -69,6 +69,12 @@ for _name in ("input_file", "bert_config_file", "output_dir"):
     flags.mark_flag_as_required(_name)
 
 
+# The flags whose change a rerun that resumes a training state is warned about (and records).
+RESUMED_SETTINGS = ("learning_rate", "train_batch_size", "max_seq_length", "max_predictions_per_seq",
+                    "num_train_steps", "num_warmup_steps", "lr_decay_power", "pretraining_objective",
+                    "dynamic_masking", "optimizer", "num_accumulation_steps", "mixed_precision", "seed")
+
+
 def check_output_dir(output_dir):
     """OSError now, rather than at the first checkpoint, if `output_dir` cannot be written."""
     os.makedirs(output_dir, exist_ok=True)
@@ -130,6 +136,7 @@ def main(_):
                          f"max_seq_length={FLAGS.max_seq_length}")
     if FLAGS.vocab_file:
         config.check_vocab_size(len(load_vocab(FLAGS.vocab_file)), FLAGS.vocab_file)
+    settings = training_flags.check_resumable(config, RESUMED_SETTINGS) if FLAGS.do_train else None
     model_flags.check_init_checkpoint(config)
     masking = masking_config(config)
     train_files = pipeline.expand_record_patterns(FLAGS.input_file)
@@ -159,8 +166,9 @@ def main(_):
                            use_xla=use_xla, flops_per_example=loop.training_flops_per_example(
                                config, FLAGS.max_seq_length,
                                FLAGS.max_seq_length if objective == "ltr" else FLAGS.max_predictions_per_seq))
-    if trainer.is_chief:
+    if trainer.is_chief and FLAGS.do_train:
         run_directory.write_config(FLAGS.output_dir, config)
+        run_directory.record_settings(FLAGS.output_dir, settings)
     logging.info("Training with %s on %d replica(s), %d worker(s); XLA %s; batch %d = %d micro-batch(es) of %d",
                  policy, replicas, workers, "on" if use_xla else "off", FLAGS.train_batch_size,
                  FLAGS.num_accumulation_steps, FLAGS.train_batch_size // FLAGS.num_accumulation_steps)

@@ -8,11 +8,14 @@ the new ones (`--steps_per_loop`, `--tpu`, `--distribution_strategy`, `--num_gpu
 `--use_xla`, `--optimizer`, `--num_accumulation_steps`, `--seed`).
 """
 
+import os
+
 import keras
 import tensorflow as tf
 from absl import flags, logging
 
 from bert_tf import run_directory
+from bert_tf.cli import model_flags
 from bert_tf.training import distribute, optimization
 
 FLAGS = flags.FLAGS
@@ -77,3 +80,23 @@ def write_results(results, name=run_directory.RESULTS_FILE):
     for key in sorted(results):
         logging.info("  %s = %s", key, results[key])
     run_directory.write_results(FLAGS.output_dir, results, name)
+
+
+def check_resumable(config, setting_names):
+    """Before a training run writes anything in --output_dir: ValueError when --output_dir is the folder of
+    --init_checkpoint (training would write its checkpoints and `checkpoint` index over the model it starts
+    from), or holds the training state of a model with another config (`run_directory.check_resumable`:
+    the state is left unchanged); a warning naming each flag of `setting_names` whose value differs from the
+    one that state was trained with. Returns {name: value} of those flags, for `run_directory.record_settings`."""
+    folder = model_flags.init_checkpoint_folder()
+    if folder is not None and os.path.realpath(folder) == os.path.realpath(FLAGS.output_dir):
+        raise ValueError(f"--output_dir={FLAGS.output_dir} is the folder of --init_checkpoint={FLAGS.init_checkpoint}: "
+                         "training would write its checkpoints and `checkpoint` index over the model it starts "
+                         "from; choose another --output_dir")
+    settings = {name: FLAGS[name].value for name in setting_names}
+    changed = run_directory.check_resumable(FLAGS.output_dir, config, settings)
+    if changed:
+        logging.warning("Resuming %s with other settings than it was trained with: %s (recorded in %s)",
+                        FLAGS.output_dir, ", ".join(f"--{name} {old} -> {new}" for name, (old, new) in changed.items()),
+                        run_directory.SETTINGS_FILE)
+    return settings

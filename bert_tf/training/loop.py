@@ -314,8 +314,10 @@ class Trainer:
             logging.info("Resumed from %s at step %d", prefix, step)
             return step
         if damaged:
-            raise ValueError(f"{state_dir} holds no intact training state to resume from: "
-                             + "; ".join(damaged) + ". Move it away to start again from step 0")
+            raise ValueError(f"{state_dir} holds no training state this run can resume from: "
+                             + "; ".join(damaged) + ". If it was made by another model or task, rerun with that "
+                             "run's flags or choose another output folder; if it is damaged, move it away to start "
+                             "again from step 0")
         return None
 
     def _complete(self, step, model_dir, after_checkpoint):
