@@ -54,11 +54,16 @@ def test_a_live_holder_refuses_others_and_a_killed_ones_lock_is_taken_over(tmp_p
 
 @pytest.mark.slow
 def test_two_runs_on_one_output_dir_the_second_stops_naming_the_first(tiny_model_dir, tmp_path):
-    """Before the lock both exited 0 and eval_results.txt held the last writer's numbers only."""
+    """Before the lock both exited 0 and eval_results.txt held the last writer's numbers only. The run that
+    holds the lock removes the temporary files of killed runs (a predict-only rerun used to keep them)."""
     data = write_files(tmp_path, {k[len("MNLI/"):]: v for k, v in GLUE.items() if k.startswith("MNLI/")})
     out = tmp_path / "out"
     flags = dict(task_name="MNLI", data_dir=data, output_dir=out, do_train=True, do_eval=True, train_batch_size=1,
                  num_train_epochs=2)
+    out.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    leftover = out / f"eval_results.txt.incomplete-{int(dead.stdout)}"  # a killed run's temporary file
+    leftover.write_text("partial")
     first = start("run_classifier.py", tiny_model_dir, **flags)
     lock_file = out / run_lock.LOCK_FILE
     wait_for(lambda: lock_file.exists() and f"pid={first.pid} " in lock_file.read_text(), "the first run's lock")
@@ -70,4 +75,4 @@ def test_two_runs_on_one_output_dir_the_second_stops_naming_the_first(tiny_model
     _, stderr = first.communicate(timeout=600)
     assert first.returncode == 0, stderr[-3000:]
     assert results(out)["global_step"] == 4
-    assert not lock_file.exists()
+    assert not lock_file.exists() and not leftover.exists()

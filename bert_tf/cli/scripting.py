@@ -11,7 +11,7 @@ import time
 
 from absl import app, flags, logging
 
-from bert_tf import run_lock
+from bert_tf import atomic_io, run_lock
 
 TRACEBACK_VARIABLE = "BERT_TF_TRACEBACK"  # set to 1 to see the traceback of a reported error
 
@@ -39,8 +39,9 @@ def run(main, lock_output=True):
     ends well logs its `summary` last.
 
     lock_output: the command holds the lock of its --output_dir / --export_dir for its whole run
-    (`bert_tf.run_lock`: a second run on the same folder stops at once with one line naming the holder);
-    False only for a command whose output folder appears whole, by one rename (convert_checkpoint.py)."""
+    (`bert_tf.run_lock`: a second run on the same folder stops at once with one line naming the holder), and
+    first removes the temporary files that killed runs left there (`atomic_io.remove_leftovers`); False
+    only for a command whose output folder appears whole, by one rename (convert_checkpoint.py)."""
 
     def guarded(argv):
         created, started = _new_output_directories(), time.time()
@@ -48,6 +49,7 @@ def run(main, lock_output=True):
             with contextlib.ExitStack() as locks:
                 for folder in _locked_folders() if lock_output else ():
                     locks.enter_context(run_lock.hold(folder, os.path.basename(sys.argv[0])))
+                    atomic_io.remove_leftovers(folder)  # of killed runs: no other run writes here now
                 status = main(argv)
             logging.info("%s", summary(started))
             return status
