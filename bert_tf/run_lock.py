@@ -4,8 +4,8 @@ for its whole life.
     with hold(output_dir, "run_classifier.py"):   # OutputInUse (an OSError) when another live run holds it
         ...                                        # train, evaluate, predict, export
 
-The lock is the file `<folder>/.bert_tf.lock`, locked with `fcntl.flock` and holding one line that says who
-holds it (`pid=… host=… since=… command=…`). The kernel releases a flock when its process ends in any way
+The lock is the file `<folder>/.bert_tf_run.lock`, locked with `fcntl.flock` and holding one line that says
+who holds it (`pid=… host=… since=… command=…`). The kernel releases a flock when its process ends in any way
 (SIGKILL included), so a lock whose holder is gone is simply taken again; its file then still names the dead
 holder, and the new run says in a warning that it took that lock over. The file is removed when the run ends.
 
@@ -21,7 +21,7 @@ import time
 
 from absl import logging
 
-LOCK_FILE = ".bert_tf.lock"
+LOCK_FILE = ".bert_tf_run.lock"
 
 
 class OutputInUse(OSError):
