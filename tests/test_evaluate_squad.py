@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from bert_tf.cli import evaluate_squad
-from bert_tf.evaluation.squad import evaluate, exact_match, f1_score, normalize_answer
+from bert_tf.evaluation.squad import evaluate, exact_match, f1_score, missing_answers, normalize_answer
 
 # ------------------------------------------------------- the official scripts' logic, for reference only
 
@@ -165,6 +165,38 @@ def test_v2_dataset_by_hand():
         evaluate(data, predictions, {"q1": 0.0, "q3": 0.0})
     with pytest.raises(ValueError, match="predictions: 1 question\\(s\\) have a value of the wrong type: q2=None"):
         evaluate(data, {**predictions, "q2": None})
+
+
+def test_which_questions_are_labelled():
+    """A question has answers to score against when its `answers` list is not empty, or (SQuAD 2.0) when it
+    is `is_impossible: true`, with `answers` empty or absent; `missing_answers` names the file and the others."""
+    v2 = _dataset([("q1", ["Denver Broncos"]), ("q2", []), ("q3", [])], True)
+    del v2[0]["paragraphs"][0]["qas"][2]["answers"]  # an unanswerable question needs no answers key
+    results = evaluate(v2, {"q1": "Broncos", "q2": "", "q3": "foo"})
+    assert (results["HasAns_total"], results["NoAns_total"], results["NoAns_exact"]) == (1, 2, 50.0)
+    assert missing_answers(v2, "dev-v2.0.json") is None
+
+    v1 = _dataset([(f"q{i}", []) for i in range(3)], False)
+    assert missing_answers(v1, "test.json") == "none of the 3 questions of test.json has answers"
+    del v1[0]["paragraphs"][0]["qas"][1]["answers"]
+    assert missing_answers(v1, "test.json") == "none of the 3 questions of test.json has answers"
+    partly = _dataset([(f"q{i}", ["x"] if i % 3 == 0 else []) for i in range(12)], False)
+    assert missing_answers(partly, "dev.json") == "8 of the 12 questions of dev.json have no answers: q1, q2, q4, " \
+                                                  "q5, q7, ..."
+    impossible_but_not_said = _dataset([("q1", ["x"]), ("q2", [])], True)
+    impossible_but_not_said[0]["paragraphs"][0]["qas"][1]["is_impossible"] = False
+    assert missing_answers(impossible_but_not_said, "d.json") == "1 of the 2 questions of d.json has no answers: q2"
+
+
+def test_errors_about_the_data_name_its_file(tmp_path, capsys):
+    data_file = _write(tmp_path / "dev-v1.1.json", {"data": _dataset([("q1", ["x"]), ("q2", [])], False)})
+    pred_file = _write(tmp_path / "predictions.json", {"q1": "x", "q2": "y"})
+    assert evaluate_squad.main([data_file, pred_file]) == 1
+    assert capsys.readouterr().err == (f"Error: {data_file}: question q2 has no answers; SQuAD 1.1 data (no "
+                                       "is_impossible) needs at least one per question\n")
+    v2_file = _write(tmp_path / "dev-v2.0.json", {"data": _dataset([("q1", ["x"]), ("q2", [])], True)})
+    assert evaluate_squad.main([v2_file, _write(tmp_path / "p1.json", {"q1": "x"})]) == 1
+    assert capsys.readouterr().err == f"Error: {v2_file}: 1 question(s) have no prediction: q2\n"
 
 
 # -------------------------------------------------------------------------------- 240 generated cases

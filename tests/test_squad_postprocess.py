@@ -1,5 +1,7 @@
-"""SQuAD post-processing: gold logits give EM 100; predictions, n-best and null odds equal the original's."""
+"""SQuAD post-processing: gold logits give EM 100; predictions, n-best and null odds equal the original's;
+the prediction files are published as one set (a cut anywhere or a full disk never mixes two runs)."""
 
+import errno
 import json
 import os
 
@@ -7,8 +9,10 @@ import numpy as np
 import pytest
 
 from bert_tf.data.squad import examples as squad
+from bert_tf.data.squad import postprocess
 from bert_tf.data.squad.postprocess import RawResult, compute_predictions, get_final_text, write_predictions
 from bert_tf.evaluation.squad import evaluate
+from tests.helpers import small_disk
 from tests.helpers.squad_fixtures import gold_logits, make_hard_squad, original_run_squad
 
 
@@ -119,3 +123,82 @@ def test_empty_context_and_no_candidates_give_the_nonce_answer(tmp_path, tokeniz
         assert [entry["text"] for entry in nbest["e"]] == [""]
     with pytest.raises(ValueError, match="no logits for feature unique_id=1000000000 \\(example e\\)"):
         compute_predictions(examples, features, [], 20, 30, True, False)
+
+
+# A SQuAD 2.0 run with its evaluation, then a SQuAD 1.1 run without (an unlabelled predict file): the second
+# set has neither null_odds.json nor eval_results.json, so an old one left beside it would be misreported.
+OLD_RUN = ({"q1": "old answer"}, {"q1": [{"text": "old answer", "probability": 1.0}]}, {"q1": -2.5},
+           {"exact": 50.0, "f1": 60.0, "total": 2})
+NEW_RUN = ({"q1": "new answer"}, {"q1": [{"text": "new answer", "probability": 1.0}]}, {}, None)
+
+
+def _prediction_set(directory):
+    """{name: text} of the files of the prediction set in `directory`."""
+    return {name: (directory / name).read_text(encoding="utf-8") for name in postprocess.PREDICTION_SET
+            if (directory / name).exists()}
+
+
+class _Killed(BaseException):
+    """The process died here: nothing after it runs (no cleanup either)."""
+
+
+def _kill_at(monkeypatch, step):
+    """os.replace and os.remove as in a process killed before its `step`-th rename or removal (from 0)."""
+    done = [0]
+
+    def cut(real):
+        def call(*args, **kwargs):
+            if done[0] >= step:
+                raise _Killed
+            done[0] += 1
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(os, "replace", cut(os.replace))
+    monkeypatch.setattr(os, "remove", cut(os.remove))
+
+
+def test_a_kill_anywhere_leaves_one_complete_set_or_none(tmp_path, monkeypatch):
+    """Killed before each rename or removal of a rerun in turn: whenever predictions.json is there, the files
+    beside it are the complete set of the run that wrote it."""
+    sets = {}
+    for run, values in (("old", OLD_RUN), ("new", NEW_RUN)):
+        write_predictions(tmp_path / f"{run}_alone", *values)
+        sets[run] = _prediction_set(tmp_path / f"{run}_alone")
+    assert set(sets["old"]) == set(postprocess.PREDICTION_SET)
+    assert set(sets["new"]) == {"predictions.json", "nbest_predictions.json"}
+    seen = []
+    for step in range(20):
+        directory = tmp_path / f"cut_{step}"
+        write_predictions(directory, *OLD_RUN)
+        _kill_at(monkeypatch, step)
+        try:
+            write_predictions(directory, *NEW_RUN)
+            finished = True
+        except _Killed:
+            finished = False
+        monkeypatch.undo()
+        files = _prediction_set(directory)
+        marker = files.get(postprocess.PREDICTIONS_FILE)
+        run = next((run for run in sets if sets[run][postprocess.PREDICTIONS_FILE] == marker), None)
+        assert marker is None or files == sets[run], (step, sorted(files))
+        seen.append(run)
+        if finished:
+            break
+    assert finished and seen[0] == "old" and seen[-1] == "new" and None in seen  # the cuts reached every phase
+    assert sorted(os.listdir(directory)) == sorted(sets["new"])  # and no temporary
+
+
+@pytest.mark.subprocess  # mounts a tmpfs
+def test_a_full_disk_keeps_the_previous_set_and_leaves_no_temporary(tmp_path):
+    with small_disk.mounted(tmp_path / "disk", "1m") as disk:
+        directory = tmp_path / "disk" / "out"
+        write_predictions(directory, *OLD_RUN)
+        before = _prediction_set(directory)
+        big_nbest = {"q1": [{"text": "new answer " * 200_000, "probability": 1.0}]}  # 2 MiB: more than the disk
+        with pytest.raises(OSError, match=f"cannot write {directory}/nbest_predictions.json: "
+                                          f"{os.strerror(errno.ENOSPC)}"):
+            write_predictions(directory, NEW_RUN[0], big_nbest, *NEW_RUN[2:])
+        names = sorted(postprocess.PREDICTION_SET)
+        assert _prediction_set(directory) == before and sorted(os.listdir(directory)) == names
+        assert small_disk.all_files(disk) == ["out"] + [f"out/{name}" for name in names]  # no temporary

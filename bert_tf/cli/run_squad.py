@@ -6,8 +6,13 @@
       --num_train_epochs=2.0 --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad_base/
 
 writes `predictions.json`, `nbest_predictions.json`, for SQuAD 2.0 (`--version_2_with_negative`)
-`null_odds.json`, and, when the predict file has answers, `eval_results.json` with the official evaluation
-script's numbers (`bert-tf-evaluate-squad` does the same on files). New flags beside the
+`null_odds.json`, and, when every question of the predict file has answers (or, SQuAD 2.0, `is_impossible:
+true`), `eval_results.json` with the official evaluation script's numbers (`bert-tf-evaluate-squad` does the
+same on files). A predict file without answers (a test set) gets its predictions and a log line saying why
+it was not evaluated, as the original's predict mode, which never reads answers. These files are published
+as one set (postprocess.write_predictions): the new ones are written under temporary names, the previous
+run's set is removed, and the new files are renamed in with `predictions.json` last, so `predictions.json`
+is present only beside the complete set of the run that wrote it. New flags beside the
 original's: the training ones of training_flags.py (`--distribution_strategy`, `--num_gpus`,
 `--mixed_precision`, `--use_xla`, `--optimizer`, `--num_accumulation_steps`, `--seed`), `--cache_dir`
 (features are cached as TFRecords keyed by their settings, so a second run skips the conversion),
@@ -20,7 +25,6 @@ resumes from its last checkpoint.
 
 import functools
 import json
-import os
 
 import keras
 import numpy as np
@@ -33,7 +37,7 @@ from bert_tf.data.squad import records as squad_records
 from bert_tf.data.squad import tfds as squad_tfds
 from bert_tf.data.squad.examples import load_squad_json
 from bert_tf.data.squad.postprocess import RawResult, compute_predictions, write_predictions
-from bert_tf.evaluation.squad import evaluate
+from bert_tf.evaluation.squad import evaluate, missing_answers
 from bert_tf.feature_schema import END_LOGITS, START_LOGITS, UNIQUE_IDS
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.progress import Progress
@@ -120,8 +124,8 @@ def prediction_input(tokenizer):
 
 
 def predict(model, tokenizer, batch_size):
-    """(predictions, nbest, null_odds, the SQuAD evaluation or None when the predict file has no answers)."""
-    predict_file, prepared, features, dataset_json = prediction_input(tokenizer)
+    """(predictions, nbest, null_odds) of the predict file's questions (see compute_predictions)."""
+    _, prepared, features, _ = prediction_input(tokenizer)
     dataset = squad_records.squad_dataset(prepared.record_file, FLAGS.max_seq_length, False, batch_size)
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-len(features) // batch_size)))
     logging.info("***** Running predictions *****: %d examples, %d features, batch %d", len(prepared.examples),
@@ -132,22 +136,57 @@ def predict(model, tokenizer, batch_size):
         outputs = model.predict(dataset, verbose=0, callbacks=[shown])
     unique_ids = np.concatenate([batch[UNIQUE_IDS].numpy() for batch in dataset])
     results = [RawResult(*values) for values in zip(unique_ids, outputs[START_LOGITS], outputs[END_LOGITS])]
-    predictions, nbest, null_odds = compute_predictions(
+    return compute_predictions(
         prepared.examples, features, results, FLAGS.n_best_size, FLAGS.max_answer_length, FLAGS.do_lower_case,
         FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold)
-    evaluation = None
-    if all("answers" in qa for article in dataset_json for p in article["paragraphs"] for qa in p["qas"]):
-        evaluation = evaluate(dataset_json, predictions, null_odds or None)
-        logging.info("Evaluation of %s: %s", predict_file, json.dumps(evaluation))
-    return predictions, nbest, null_odds, evaluation
+
+
+def evaluation_of(tokenizer, predictions, null_odds):
+    """The SQuAD evaluation of `predictions` on the predict file (ValueError naming it when that fails)."""
+    predict_file, _, _, dataset_json = prediction_input(tokenizer)
+    evaluation = evaluate(dataset_json, predictions, null_odds or None, predict_file)
+    logging.info("Evaluation of %s: %s", predict_file, json.dumps(evaluation))
+    return evaluation
+
+
+def unlabelled(tokenizer):
+    """None when every question of the predict file has answers to score against, else the line that says
+    which do not (evaluation.squad.missing_answers)."""
+    predict_file, _, _, dataset_json = prediction_input(tokenizer)
+    return missing_answers(dataset_json, predict_file)
+
+
+def check_answers_for_best_metric(tokenizer):
+    """ValueError naming the predict file unless all its questions have answers: --best_metric evaluates it
+    after every checkpoint. Checked before training."""
+    missing = unlabelled(tokenizer)
+    if missing:
+        raise ValueError(f"--best_metric={FLAGS.best_metric} evaluates the predict file, but {missing}")
 
 
 def dev_results(tuner, tokenizer):
     """The SQuAD evaluation of the current weights on --predict_file (for --best_metric, e.g. f1)."""
-    evaluation = predict(tuner.model, tokenizer, FLAGS.predict_batch_size)[3]
-    if evaluation is None:
-        raise ValueError(f"--best_metric={FLAGS.best_metric} needs a predict file with answers to evaluate")
-    return evaluation
+    predictions, _, null_odds = predict(tuner.model, tokenizer, FLAGS.predict_batch_size)
+    return evaluation_of(tokenizer, predictions, null_odds)
+
+
+def predict_and_write(model, tokenizer):
+    """--do_predict: the prediction set of the predict file published in --output_dir (write_predictions),
+    with eval_results.json when every question has answers; otherwise one log line says why not. When the
+    evaluation fails (bad answers), the predictions are published without it and the error is raised."""
+    atomic_io.remove_leftovers(FLAGS.output_dir)  # the temporaries of killed runs
+    predictions, nbest, null_odds = predict(model, tokenizer, FLAGS.predict_batch_size)
+    evaluation, failure, missing = None, None, unlabelled(tokenizer)
+    if missing:
+        logging.info("Not evaluating the predictions: %s", missing)
+    else:
+        try:
+            evaluation = evaluation_of(tokenizer, predictions, null_odds)
+        except ValueError as e:
+            failure = e
+    path = write_predictions(FLAGS.output_dir, predictions, nbest, null_odds, evaluation)
+    if failure:
+        raise ValueError(f"{failure} (the predictions are written: {path})") from failure
 
 
 def main(_):
@@ -155,17 +194,14 @@ def main(_):
     if FLAGS.verbose_logging:
         logging.set_verbosity(logging.DEBUG)
     validate_flags()
+    if FLAGS.do_train and FLAGS.best_metric:
+        check_answers_for_best_metric(tokenizer)
     tuner = finetuning_flags.create_finetuner(strategy, lambda: BertSpanLabeler(
         config, **finetuning_flags.head_options()))
     if FLAGS.do_train:
         finetuning_flags.train(tuner, training_input(tokenizer), lambda: dev_results(tuner, tokenizer))
     if FLAGS.do_predict and tuner.is_chief:
-        predictions, nbest, null_odds, evaluation = predict(tuner.model, tokenizer, FLAGS.predict_batch_size)
-        write_predictions(FLAGS.output_dir, predictions, nbest, null_odds)
-        if evaluation is not None:
-            path = os.path.join(FLAGS.output_dir, "eval_results.json")
-            atomic_io.write_file(path, json.dumps(evaluation, indent=2))
-            logging.info("Wrote %s", path)
+        predict_and_write(tuner.model, tokenizer)
 
 
 def console():

@@ -14,6 +14,7 @@ for SQuAD 1.1 when there is no candidate.
 """
 
 import collections
+import contextlib
 import json
 import math
 import os
@@ -28,6 +29,10 @@ RawResult = collections.namedtuple("RawResult", ["unique_id", "start_logits", "e
 """One window's model output: unique_id int, start_logits and end_logits sequences of float [T]."""
 
 PREDICTIONS_FILE, NBEST_FILE, NULL_ODDS_FILE = "predictions.json", "nbest_predictions.json", "null_odds.json"
+EVAL_RESULTS_FILE = "eval_results.json"
+# The prediction set (`write_predictions`) in the order it is published: predictions.json, the mark of a
+# complete set, last.
+PREDICTION_SET = (EVAL_RESULTS_FILE, NULL_ODDS_FILE, NBEST_FILE, PREDICTIONS_FILE)
 NO_CANDIDATE_TEXT = "empty"
 
 _Candidate = collections.namedtuple("_Candidate", ["feature_index", "start_index", "end_index", "start_logit",
@@ -181,15 +186,49 @@ def compute_predictions(examples, features, results, n_best_size, max_answer_len
     return predictions, all_nbest, null_odds
 
 
-def write_predictions(output_dir, predictions, nbest, null_odds):
-    """Writes predictions.json, nbest_predictions.json and (when `null_odds` is not empty: SQuAD 2.0)
-    null_odds.json into `output_dir` in the original's layout (indent 4). Returns the predictions path."""
+def write_predictions(output_dir, predictions, nbest, null_odds, evaluation=None):
+    """Publishes the prediction set in `output_dir` as one: predictions.json, nbest_predictions.json (the
+    original's layout, indent 4), null_odds.json when `null_odds` is not empty (SQuAD 2.0) and
+    eval_results.json when `evaluation` is not None. Returns the predictions path.
+
+    **predictions.json's presence marks a complete set**: every file beside it comes from the run that
+    wrote it, and the set holds all that run wrote. Every file of the new set is first written under its
+    temporary name (`atomic_io.temporary_path`, every write checked); then the previous set goes,
+    predictions.json first, its other files too (those this run rewrites and those it does not, e.g. an
+    old eval_results.json beside an unlabelled predict file); then the new files are renamed in
+    (`atomic_io.publish`: fsync of each, rename, fsync of the folder), predictions.json last. A failed write
+    leaves the previous set untouched; a kill after that leaves a folder without predictions.json (the set
+    is missing, never mixed) and temporaries that the next run's `atomic_io.remove_leftovers` deletes."""
     os.makedirs(output_dir, exist_ok=True)
-    outputs = [(PREDICTIONS_FILE, predictions), (NBEST_FILE, nbest)]
-    if null_odds:
-        outputs.append((NULL_ODDS_FILE, null_odds))
-    for name, value in outputs:
-        path = os.path.join(output_dir, name)
-        logging.info("Writing %s", path)
-        atomic_io.write_file(path, json.dumps(value, indent=4) + "\n")
-    return os.path.join(output_dir, PREDICTIONS_FILE)
+    values = {PREDICTIONS_FILE: predictions, NBEST_FILE: nbest, **({NULL_ODDS_FILE: null_odds} if null_odds else {})}
+    contents = {name: json.dumps(value, indent=4) + "\n" for name, value in values.items()}  # the original's
+    if evaluation is not None:
+        contents[EVAL_RESULTS_FILE] = json.dumps(evaluation, indent=2)
+    names = [name for name in PREDICTION_SET if name in contents]
+    finals = [os.path.join(output_dir, name) for name in names]
+    temporaries = [atomic_io.temporary_path(path) for path in finals]
+    try:
+        for name, tmp, path in zip(names, temporaries, finals):
+            _write_unpublished(tmp, contents[name].encode("utf-8"), path)
+        for name in reversed(PREDICTION_SET):  # predictions.json first: from here on no set until the new one
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(output_dir, name))
+        atomic_io.fsync_path(output_dir)
+        atomic_io.publish(temporaries, finals)
+    except BaseException:
+        for tmp in temporaries:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
+        raise
+    logging.info("Wrote %s in %s", ", ".join(names), output_dir)
+    return finals[-1]
+
+
+def _write_unpublished(tmp, data, path):
+    """Writes `data` (bytes) to `tmp`, every write checked (`publish` fsyncs it); OSError naming `path`."""
+    try:
+        file = open(tmp, "wb", buffering=0)
+    except OSError as e:
+        raise atomic_io.disk_error(e, path, "create") from None
+    with file:
+        atomic_io.write_all(file, data, path)
