@@ -102,6 +102,6 @@ def test_no_intact_state_is_an_error_and_deletes_nothing(trained, training_recor
         truncate(state(model_dir, step, ".data-00000-of-00001"))
     before = sorted(os.listdir(os.path.join(model_dir, run_directory.STATE_DIR)))
     with pytest.raises(ValueError, match=r"training_state holds no training state this run can resume from: .*"
-                                         r"ckpt-6: .*ckpt-4: .*ckpt-2: .*Move it away to start again from step 0"):
+                                         r"ckpt-6: .*ckpt-4: .*ckpt-2: .*if it is damaged, move it away"):
         make_trainer(8, STEPS).train(dataset_fn(training_records), model_dir, STEPS, 2, 2)
     assert sorted(os.listdir(os.path.join(model_dir, run_directory.STATE_DIR))) == before
