@@ -31,7 +31,6 @@ import numpy as np
 import tensorflow as tf
 from absl import flags, logging
 
-from bert_tf import atomic_io
 from bert_tf.cli import finetuning_flags, scripting
 from bert_tf.data.squad import records as squad_records
 from bert_tf.data.squad import tfds as squad_tfds
@@ -174,7 +173,6 @@ def predict_and_write(model, tokenizer):
     """--do_predict: the prediction set of the predict file published in --output_dir (write_predictions),
     with eval_results.json when every question has answers; otherwise one log line says why not. When the
     evaluation fails (bad answers), the predictions are published without it and the error is raised."""
-    atomic_io.remove_leftovers(FLAGS.output_dir)  # the temporaries of killed runs
     predictions, nbest, null_odds = predict(model, tokenizer, FLAGS.predict_batch_size)
     evaluation, failure, missing = None, None, unlabelled(tokenizer)
     if missing:

@@ -32,7 +32,8 @@ def start(script, model_dir, **flags):
     flags = {**model_dir, "max_seq_length": 32, "train_batch_size": 2, "num_train_epochs": 1, **flags}
     args = [f"--{k}={v}" for k, v in flags.items()]
     return subprocess.Popen([sys.executable, os.path.join(ROOT, script), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
 
 
 def run(script, model_dir, **flags):
