@@ -37,10 +37,15 @@ def temporary_path(path):
 
 
 def disk_error(error, path, action="write"):
-    """An OSError naming `path` and the reason of `error`: an OSError's (e.g. 'No space left on device') or
-    the first line of a TensorFlow OpError's message (its writers raise those)."""
-    reason = getattr(error, "strerror", None) or (getattr(error, "message", None) or str(error)).strip()
-    return OSError(getattr(error, "errno", None), f"cannot {action} {path}: {reason.splitlines()[0]}")
+    """An OSError naming `path` and the reason of `error` in one line: an OSError's (e.g. 'No space left on
+    device'; the OS's words for its errno where a library reports it in several lines, as h5py does) or the
+    first line of a TensorFlow OpError's message (its writers raise those). It carries the errno of `error`;
+    without one (TensorFlow's errors) its text is the message alone, not "[Errno None] ..."."""
+    code = getattr(error, "errno", None)
+    lines = (getattr(error, "strerror", None) or getattr(error, "message", None) or str(error)).strip().splitlines()
+    reason = os.strerror(code) if len(lines) > 1 and code in errno.errorcode else (lines or ["no reason given"])[0]
+    message = f"cannot {action} {path}: {reason}"
+    return OSError(code, message) if code is not None else OSError(message)
 
 
 def fsync_path(path):

@@ -48,6 +48,8 @@ MAX_CHARS_PER_WORD = 200
 MAX_BYTES_PER_WORD = 4 * MAX_CHARS_PER_WORD
 _OVERLONG_WORD = "x" * (MAX_BYTES_PER_WORD + 1)
 UNK = "[UNK]"
+# Raw text is cut to this many characters per token of the packed length before tokenizing (`truncate_text`).
+CHARS_PER_TOKEN = 64
 # The ASCII path: pure-ASCII strings, and FullTokenizer's control characters (Cc but \t \n \r; NUL) there.
 _ASCII_ONLY = "[\\x00-\\x7f]*"
 _ASCII_CONTROL = "[" + "".join(f"\\x{cp:02x}" for cp in tokenization.ASCII_CONTROL_CODE_POINTS) + "]"
@@ -293,16 +295,36 @@ def _split_words(code_points, space, alone, rows):
     return words, tf.boolean_mask(rows, starts)
 
 
+def text_budget(seq_length):
+    """The characters of one string that packing into `seq_length` tokens reads (`truncate_text`):
+    CHARS_PER_TOKEN per token plus one longest word (MAX_CHARS_PER_WORD); at most 4 bytes each."""
+    return seq_length * CHARS_PER_TOKEN + MAX_CHARS_PER_WORD
+
+
+def truncate_text(strings, seq_length):
+    """tf.string [B] -> each string's first `text_budget(seq_length)` characters (cut at a character boundary):
+    tokenizing them for `seq_length` packed tokens takes work and memory that follow seq_length (at most
+    4 * text_budget bytes a string), not the size of the string.
+
+    The packed ids are those of the whole string whenever it fits in the budget, or its part before some
+    whitespace character within the budget already holds seq_length tokens: the words before a whitespace are
+    whole, so they split into the same pieces. Real text is far inside that bound (prose takes 4 to 6
+    characters per token; the budget allows CHARS_PER_TOKEN = 64, plus MAX_CHARS_PER_WORD for the last word).
+    Past it, the tokens after the cut are lost and the last word may be cut, as if the string ended there.
+    Bytes past the cut are never read, so they are not checked to be UTF-8 either."""
+    return tf.strings.substr(strings, 0, text_budget(seq_length), unit="UTF8_CHAR")
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertPacker(keras.layers.Layer):
     """Packs one or two segments of token ids into BERT inputs of at most `seq_length` tokens.
 
     `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, then `pad_id` up to `seq_length` (or, with
     `pad_to_max_length=False`, up to the longest packed row of the batch rounded up to a multiple of
-    `PAD_MULTIPLE`, at most `seq_length`: short requests cost short sequences). Truncation as in the
-    original: a single segment keeps its first `seq_length - 2` tokens; a pair loses one token at a time
-    from the end of the longer segment (of B when they are equally long) until it fits in
-    `seq_length - 3`.
+    `PAD_MULTIPLE`, at most `seq_length`: short requests cost short sequences; a batch of no rows gets the
+    T of a `[CLS] [SEP]` row). Truncation as in the original: a single segment keeps its first
+    `seq_length - 2` tokens; a pair loses one token at a time from the end of the longer segment (of B when
+    they are equally long) until it fits in `seq_length - 3`.
 
     Input: an int RaggedTensor [B, (tokens)] (or a dense [tokens] for one example), or a list/tuple of two.
     Output: dict of int32 [B, T] (or [T]), T = seq_length or the batch's rounded length: `input_ids`,
@@ -358,7 +380,8 @@ class BertPacker(keras.layers.Layer):
         ids, types = tf.concat(ids, axis=1), tf.concat(types, axis=1)
         shape = [None, self.seq_length]
         if not self.pad_to_max_length:
-            longest = tf.cast(ids.bounding_shape()[1], tf.int32)
+            # At least 2 ([CLS] [SEP]), the shortest packed row: a request of zero rows gets T > 0 too.
+            longest = tf.maximum(tf.cast(ids.bounding_shape()[1], tf.int32), 2)
             rounded = (longest + self.PAD_MULTIPLE - 1) // self.PAD_MULTIPLE * self.PAD_MULTIPLE
             shape = tf.stack([tf.cast(ids.nrows(), tf.int32), tf.minimum(rounded, self.seq_length)])
         return {

@@ -171,3 +171,23 @@ def test_failed_conversion_leaves_no_output(tmp_path, minilm_dir, tiny_config):
     with pytest.raises(ValueError, match="does not fit the config"):
         convert(minilm_dir, str(tmp_path / "out"), "bert_tf", tiny_config)
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("output_format", ["bert_tf", "keras_hub"])
+def test_convert_script_refuses_a_vocab_of_another_size(tmp_path, minilm_dir, output_format):
+    """MiniLM (vocab_size=30522) with a vocab.txt of 35,522 tokens: one error line naming the file and both sizes,
+    before anything is written (a bert_tf checkpoint would copy that vocab.txt beside the weights)."""
+    vocab = tmp_path / "vocab.txt"
+    with open(os.path.join(minilm_dir, "vocab.txt"), encoding="utf-8") as f:
+        vocab.write_text(f.read() + "".join(f"[extra{i}]\n" for i in range(5000)), encoding="utf-8")
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "convert_checkpoint.py"),
+                             f"--init_checkpoint={minilm_dir}", f"--output_dir={out}",
+                             f"--output_format={output_format}", f"--vocab_file={vocab}"],
+                            capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
+    assert result.returncode == 1 and errors == [
+        f"Error: {vocab} has 35522 tokens but the config says vocab_size=30522; use the vocab.txt that belongs to "
+        "this checkpoint"], result.stderr[-3000:]
+    assert sorted(os.listdir(tmp_path)) == ["vocab.txt"]

@@ -101,3 +101,14 @@ def test_export_model_on_a_full_disk(tmp_path, tiny_model_dir):
                         max_seq_length=16, export_dir=disk)
         assert_one_disk_error(code, log, os.path.join(disk, "1"))
         assert small_disk.all_files(disk) == []  # no partial version folder for TF Serving to load
+
+
+def test_convert_checkpoint_to_a_keras_hub_preset_on_a_full_disk(tmp_path, minilm_dir):
+    """h5py reports the full disk in several lines (its file, buffer and offsets): the Error line is one line,
+    naming the output folder and the disk's error; nothing is left."""
+    with small_disk.mounted(tmp_path / "disk", "1m") as disk:  # MiniLM's weights take ~90 MB
+        out = os.path.join(disk, "preset")
+        code, log = run("convert_checkpoint.py", init_checkpoint=minilm_dir, output_dir=out, output_format="keras_hub")
+        error = assert_one_disk_error(code, log, out)
+        assert error == f"Error: [Errno {errno.ENOSPC}] cannot write {out}: {NO_SPACE}", error
+        assert small_disk.all_files(disk) == []

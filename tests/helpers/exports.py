@@ -90,6 +90,20 @@ def assert_close(got, expected, what):
         f"{what}: shapes {got.shape}/{expected.shape}, max diff {diff}")
 
 
+def assert_zero_rows(empty, full, what):
+    """`empty`, the outputs of a request of zero rows, are those of `full` (a request of some rows to the same
+    signature) with 0 rows: the same names and dtypes, and the same sizes past the batch but the request's
+    sequence length T (input_ids' second axis, where the outputs have it: 1 <= T <= SEQ_LENGTH)."""
+    assert sorted(empty) == sorted(full), f"{what}: {sorted(empty)} vs {sorted(full)}"
+    empty_t, full_t = (outputs["input_ids"].shape[1] if "input_ids" in outputs else None for outputs in (empty, full))
+    assert empty_t is None or 1 <= empty_t <= SEQ_LENGTH, f"{what}: T = {empty_t}"
+    for name, value in full.items():
+        expected = (0, *(empty_t if full_t is not None and size == full_t else size for size in value.shape[1:]))
+        got = empty[name]
+        assert got.shape == expected and got.dtype.kind == value.dtype.kind, (
+            f"{what} {name}: {got.shape} {got.dtype} vs {expected} {value.dtype}")
+
+
 def shared_dir(tmp_path_factory, name):
     """A directory shared by the xdist workers of this session (a private one without xdist)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
