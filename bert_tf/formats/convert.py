@@ -69,8 +69,6 @@ def convert(path, output_dir, output_format, config, model_type=None, vocab_file
         raise ValueError(f"output format {output_format!r}: expected one of {', '.join(OUTPUT_FORMATS)}")
     if output_format != BERT_TF and not vocab_file:
         raise ValueError(f"a {output_format} model needs the tokenizer's vocab.txt: pass --vocab_file")
-    if vocab_file:
-        config.check_vocab_size(len(load_vocab(vocab_file)), vocab_file)
     atomic_io.check_new_directory(output_dir)  # before any weight is read
     check_fits(config, path)
     source = open_checkpoint(path)
@@ -79,6 +77,8 @@ def convert(path, output_dir, output_format, config, model_type=None, vocab_file
                          "bert_tf has: pass --model_type=encoder to convert its encoder alone")
     model_type = model_type or model_types.infer_model_type(source.shapes, _hint(source), source.path)
     names = model_types.model_names(model_type, source.shapes, path=source.path)
+    if vocab_file:
+        config.check_vocab_size(len(load_vocab(vocab_file)), vocab_file)
     dropped = sorted(set(source.shapes) - set(names))
     if dropped:
         logging.info("Not part of a %s model, not converted: %s", model_type, ", ".join(dropped))
