@@ -19,8 +19,9 @@ import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory, save_checkpoint
 from bert_tf.checkpoints import open_checkpoint
-from bert_tf.formats import huggingface, keras_hub, model_types
+from bert_tf.formats import huggingface, keras_hub
 from bert_tf.formats.convert import convert
+from bert_tf.modeling.checkpoint_names import POOLER_SCOPE
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
@@ -185,7 +186,7 @@ def test_round_trips_are_bit_identical(finetuned, minilm, tmp_path, kind, output
     convert(there, back, "bert_tf", BertConfig.from_dict(source.config), None, vocab)  # the type: from `there`
     original, returned = all_arrays(finetuned[kind]), all_arrays(back)
     pooler_kept = kind not in ("ner", "squad", "mlm")  # the HF classes without a pooler
-    expected = {n for n in original if pooler_kept or not n.startswith(model_types.POOLER_SCOPE)}
+    expected = {n for n in original if pooler_kept or not n.startswith(POOLER_SCOPE)}
     assert set(returned) == expected
     for name in expected:
         assert returned[name].dtype == original[name].dtype and np.array_equal(returned[name], original[name]), name

@@ -19,12 +19,11 @@ exist or be empty; it appears complete or not at all.
 
 from absl import flags, logging
 
-from bert_tf import BertConfig
+from bert_tf import BertConfig, model_types
 from bert_tf.checkpoints import open_checkpoint
 from bert_tf.cli import model_flags, scripting
 from bert_tf.formats import keras_hub
 from bert_tf.formats.convert import OUTPUT_FORMATS, convert
-from bert_tf.formats.model_types import MODEL_TYPES
 
 FLAGS = flags.FLAGS
 model_flags.define("init_checkpoint", "bert_config_file", "vocab_file", "do_lower_case")
@@ -33,7 +32,7 @@ flags.DEFINE_string("output_dir", None, "Directory to write the converted model 
 flags.DEFINE_enum("output_format", "bert_tf", OUTPUT_FORMATS,
                   "bert_tf: a bert_tf checkpoint; huggingface: a transformers directory (from_pretrained); "
                   "keras_hub: a KerasHub preset (from_preset; the encoder and the classifier only).")
-flags.DEFINE_enum("model_type", None, MODEL_TYPES,
+flags.DEFINE_enum("model_type", None, model_types.convertible(),
                   "What the checkpoint holds. Default: read from its heads (and a HuggingFace architectures / "
                   "KerasHub task); required for the classifier, ner and multiple_choice heads of bert_tf "
                   "fine-tuning output, which have the same variable names.")

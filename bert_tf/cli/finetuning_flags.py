@@ -12,6 +12,7 @@ from absl import flags, logging
 
 from bert_tf import BertConfig, run_directory
 from bert_tf.cli import flag_checks, model_flags, training_flags
+from bert_tf.modeling.checkpoint_names import OUTPUT_WEIGHTS, SQUAD_SCOPE
 from bert_tf.modeling.tasks.task_model import TASK_HEADS
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.training.best_checkpoint import BestCheckpoint
@@ -102,7 +103,7 @@ def head_options(bilstm_by=None):
     return {"task_head": task_head, "bilstm_size": FLAGS.bilstm_size, "bilstm_layers": FLAGS.bilstm_layers}
 
 
-LINEAR_HEADS = ("output_weights", "cls/squad/output_weights")  # the original fine-tuning heads' weights
+LINEAR_HEADS = (OUTPUT_WEIGHTS, SQUAD_SCOPE + OUTPUT_WEIGHTS)  # the original fine-tuning heads' weights
 
 
 def head_flags(head):

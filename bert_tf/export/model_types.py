@@ -1,5 +1,5 @@
-"""The model types that export_model.py exports: which Keras model and serving adapter each one is, its head
-size read from the checkpoint, and the check that every weight it serves was loaded.
+"""What export_model.py exports: the registry's model types that have a serving adapter (`bert_tf.model_types`)
+built with every weight loaded (the check that none it serves is random), in the dtype and precision asked.
 
     model, adapter = build_model("classifier", config, "/tmp/mrpc_output", label_list=["0", "1"])
     export_serving(adapter, vocab_file, True, 128, "/models/mrpc")
@@ -12,51 +12,24 @@ import time
 import keras
 from absl import logging
 
-from bert_tf import run_directory
+from bert_tf import model_types, run_directory
 from bert_tf.checkpoints import load_checkpoint, open_checkpoint
 from bert_tf.config import BertConfig
-from bert_tf.export import serving, task_adapters
-from bert_tf.formats import sentence_transformers
-from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.layers.dense import BertDense
-from bert_tf.modeling.tasks.classifier import BertClassifier
-from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
-from bert_tf.modeling.tasks.feature_tagger import BertFeatureTagger
-from bert_tf.modeling.tasks.pretrainer import BertPretrainer, pretraining_objective
-from bert_tf.modeling.tasks.span_labeler import HEAD_SCOPE as SQUAD_HEAD_SCOPE
-from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
-from bert_tf.modeling.tasks.task_model import BILSTM_SCOPE
-from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
-MODEL_TYPES = ("encoder", "classifier", "squad", "ner", "pretrainer", "embedder")
+MODEL_TYPES = model_types.exportable()  # the registry's types with a serving adapter
 # The options that only some model types read (export_model.py refuses them for the others).
-TASK_OPTIONS = {"label_list": ("classifier", "ner"), "max_answer_length": ("squad",), "pooling": ("embedder",),
-                "normalize": ("embedder",)}
+TASK_OPTIONS = {option: tuple(name for name in MODEL_TYPES if option in model_types.get(name).options)
+                for option in ("label_list", "max_answer_length", "pooling", "normalize")}
 # The dtypes the exported variables can be stored in (--export_dtype); LayerNorm stays float32 in both.
 EXPORT_DTYPES = ("float32", "bfloat16")
 QUANTIZATION_MODES = ("int8",)
 
-_NEXT_SENTENCE = "cls/seq_relationship/output_weights"
-_POOLER = ("bert/pooler/",)
-_HEAD_SCOPES = {"classifier": "", "ner": "", "squad": SQUAD_HEAD_SCOPE}
-
 
 def head_size(source, model_type):
-    """The number of outputs of the fine-tuned head of `model_type` in the opened checkpoint `source` (its
-    linear head, or the head its embedded `head` options describe)."""
-    name = _HEAD_SCOPES[model_type] + (BILSTM_SCOPE if source.head else "") + "output_weights"
-    if name not in source.shapes:
-        raise ValueError(f"{source.path} has no {name}: not a fine-tuned {model_type} checkpoint (pass a "
-                         "fine-tuning --output_dir or one of its model.ckpt-N as --init_checkpoint)")
-    return source.shapes[name][0]
-
-
-def _task_adapter(option, adapter_class, model, value):
-    """adapter_class(model, value); its ValueError (a bad label list / max_answer_length) names the option."""
-    try:
-        return adapter_class(model, value)
-    except ValueError as e:
-        raise ValueError(f"--{option}: {e}") from None
+    """The number of outputs of the fine-tuned head of `model_type` in the opened checkpoint `source`
+    (`model_types.ModelType.head_size`)."""
+    return model_types.get(model_type).head_size(source)
 
 
 @contextlib.contextmanager
@@ -82,8 +55,8 @@ def quantize_int8(model):
 
 def build_model(model_type, config, checkpoint, label_list=None, max_answer_length=30, dtype="float32",
                 quantize=None, embedder_options=None):
-    """The Keras model and its serving adapter for `model_type` (one of MODEL_TYPES), with every weight
-    loaded from `checkpoint` (any --init_checkpoint format).
+    """The Keras model and its serving adapter for `model_type` (a registered type with a serving adapter),
+    with every weight loaded from `checkpoint` (any --init_checkpoint format).
 
     label_list: the label names (classifier, ner; None for a regression classifier).
     max_answer_length: squad's longest answer span, in word pieces.
@@ -97,8 +70,8 @@ def build_model(model_type, config, checkpoint, label_list=None, max_answer_leng
     ValueError when the checkpoint lacks a variable that the outputs read: an export never serves randomly
     initialised weights. Logs the time it took.
     """
-    if model_type not in MODEL_TYPES:
-        raise ValueError(f"model type {model_type!r}: expected one of {', '.join(MODEL_TYPES)}")
+    if model_type not in model_types.exportable():  # the registry now, with the types registered since import
+        raise ValueError(f"model type {model_type!r}: expected one of {', '.join(model_types.exportable())}")
     if dtype not in EXPORT_DTYPES:
         raise ValueError(f"dtype {dtype!r}: expected one of {', '.join(EXPORT_DTYPES)}")
     if quantize not in (None, *QUANTIZATION_MODES):
@@ -116,37 +89,14 @@ def build_model(model_type, config, checkpoint, label_list=None, max_answer_leng
 
 
 def _build(model_type, config, checkpoint, label_list, max_answer_length, embedder_options):
-    """build_model under the caller's dtype policy: (model with its weights loaded, adapter)."""
-    source = open_checkpoint(checkpoint)
-    head = source.head or {}  # a fine-tuned task model's head options (e.g. a BiLSTM head), embedded by training
-    unused = ()  # variable name prefixes the checkpoint may lack: parts of the model that outputs never read
-    if model_type == "encoder":
-        model = BertEncoder(config)
-        adapter = serving.EncoderAdapter(model)
-    elif model_type == "pretrainer":
-        # MLM-only pretraining (no NSP head in the checkpoint) leaves the pooler untrained and unused.
-        nsp = _NEXT_SENTENCE in source.shapes
-        model = BertPretrainer(config, objective=pretraining_objective(config, nsp))
-        adapter, unused = serving.PretrainerAdapter(model), () if nsp else _POOLER
-    elif model_type == "classifier":
-        model = BertClassifier(config, head_size(source, model_type), **head)
-        adapter = _task_adapter("label_list", task_adapters.ClassifierAdapter, model, label_list)
-    elif model_type == "embedder":
-        options = {**sentence_transformers.DEFAULTS, **embedder_options}
-        model = BertSentenceEmbedder(config, options["pooling"], options["normalize"])
-        adapter, unused = task_adapters.EmbedderAdapter(model), _POOLER
-    elif model_type == "ner":
-        tagger = BertFeatureTagger if "feature_layers" in head else BertTokenClassifier
-        model = tagger(config, head_size(source, model_type), **head)
-        adapter = _task_adapter("label_list", task_adapters.TokenClassifierAdapter, model, label_list)
-        unused = _POOLER
-    else:
-        head_size(source, model_type)
-        model = BertSpanLabeler(config, **head)
-        adapter = _task_adapter("max_answer_length", task_adapters.SpanLabelerAdapter, model, max_answer_length)
-        unused = _POOLER
+    """build_model under the caller's dtype policy: (model with its weights loaded, adapter), as the registry
+    (`bert_tf.model_types`) builds and serves `model_type`."""
+    kind, source = model_types.get(model_type), open_checkpoint(checkpoint)
+    options = {"label_list": label_list, "max_answer_length": max_answer_length, **embedder_options}
+    model = kind.build(config, source, options)
+    adapter = kind.adapter(model, options)
     report = load_checkpoint(model, checkpoint)
-    missing = [name for name in report.missing if not name.startswith(unused)]
+    missing = [name for name in report.missing if not name.startswith(kind.unused_variables(source))]
     if missing:
         raise ValueError(f"{checkpoint} lacks {len(missing)} variable(s) of the {model_type} model "
                          f"({', '.join(missing[:5])}); the export would serve random weights")

@@ -10,9 +10,10 @@ import os
 
 from absl import logging
 
-from bert_tf import atomic_io, run_directory
+from bert_tf import atomic_io, model_types, run_directory
 from bert_tf.checkpoints import check_fits, load_checkpoint, open_checkpoint, save_checkpoint
-from bert_tf.formats import huggingface, keras_hub, model_types
+from bert_tf.formats import huggingface, keras_hub
+from bert_tf.modeling.checkpoint_names import OUTPUT_WEIGHTS
 from bert_tf.tokenization import load_vocab
 
 BERT_TF = "bert_tf"
@@ -23,8 +24,8 @@ def _hint(source):
     """The model type the source records itself (a HF `architectures`, a KerasHub task), or None."""
     if source.format == huggingface.HUGGINGFACE:
         return huggingface.model_type_of(source.config)
-    if source.format == keras_hub.KERAS_HUB and model_types.OUTPUT_WEIGHTS in source.shapes:
-        return model_types.CLASSIFIER
+    if source.format == keras_hub.KERAS_HUB and OUTPUT_WEIGHTS in source.shapes:
+        return model_types.CLASSIFIER  # read_preset reads no other task's head than a BertTextClassifier's
     return None
 
 
@@ -58,8 +59,8 @@ def convert(path, output_dir, output_format, config, model_type=None, vocab_file
     """Converts the checkpoint at `path` (any `open_checkpoint` format) into `output_dir` in `output_format`
     (one of OUTPUT_FORMATS) and returns (model type, what was written: a class name or "bert_tf checkpoint").
 
-    config: the model's BertConfig. model_type: one of model_types.MODEL_TYPES, or None to infer it from the
-      checkpoint's heads (`model_types.infer_model_type`). vocab_file: the vocab.txt (required for the
+    config: the model's BertConfig. model_type: one of `model_types.convertible()`, or None to infer it from the
+      checkpoint's heads (`model_types.infer`). vocab_file: the vocab.txt (required for the
       HuggingFace and KerasHub formats, whose tokenizers need it). do_lower_case: the tokenizer's casing.
     ValueError (nothing written) for a head the format has no equivalent of, a missing head, labels that do
     not fit the head, weights or a vocab_file that do not fit `config`; OSError when output_dir exists and is
@@ -75,7 +76,7 @@ def convert(path, output_dir, output_format, config, model_type=None, vocab_file
     if source.head is not None and model_type != model_types.ENCODER:
         raise ValueError(f"{source.path} has a {source.head['task_head']} task head ({source.head}), which only "
                          "bert_tf has: pass --model_type=encoder to convert its encoder alone")
-    model_type = model_type or model_types.infer_model_type(source.shapes, _hint(source), source.path)
+    model_type = model_type or model_types.infer(source.shapes, _hint(source), source.path)
     names = model_types.model_names(model_type, source.shapes, path=source.path)
     if vocab_file:
         config.check_vocab_size(len(load_vocab(vocab_file)), vocab_file)
@@ -83,10 +84,10 @@ def convert(path, output_dir, output_format, config, model_type=None, vocab_file
     if dropped:
         logging.info("Not part of a %s model, not converted: %s", model_type, ", ".join(dropped))
     weights = {name: source.read(name) for name in names}
-    labels = source_labels(source) if model_type in (model_types.CLASSIFIER, model_types.NER) else None
-    if labels is not None and len(labels) != source.shapes[model_types.OUTPUT_WEIGHTS][0]:
+    labels = source_labels(source) if "label_list" in model_types.get(model_type).options else None
+    if labels is not None and len(labels) != source.shapes[OUTPUT_WEIGHTS][0]:
         raise ValueError(f"{len(labels)} labels ({', '.join(labels[:5])}) for the head of {source.path}, which has "
-                         f"{source.shapes[model_types.OUTPUT_WEIGHTS][0]} outputs")
+                         f"{source.shapes[OUTPUT_WEIGHTS][0]} outputs")
     with atomic_io.new_directory(output_dir) as directory:
         if output_format == BERT_TF:
             written = _write_bert_tf(weights, config, directory, vocab_file, labels)

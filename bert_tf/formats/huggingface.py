@@ -15,9 +15,9 @@ import re
 
 import numpy as np
 
-from bert_tf import atomic_io
-from bert_tf.formats import model_types
+from bert_tf import atomic_io, model_types
 from bert_tf.formats.source import CheckpointSource
+from bert_tf.modeling.checkpoint_names import NEXT_SENTENCE_SCOPE, OUTPUT_BIAS, OUTPUT_WEIGHTS, SQUAD_SCOPE
 
 HUGGINGFACE = "huggingface"
 # Names that are not a path rewrite of the canonical name (the pretraining and task heads).
@@ -25,10 +25,10 @@ _NAMED = {
     "cls.predictions.bias": "cls/predictions/output_bias",
     "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
     "cls.seq_relationship.bias": "cls/seq_relationship/output_bias",
-    "classifier.weight": model_types.OUTPUT_WEIGHTS,
-    "classifier.bias": model_types.OUTPUT_BIAS,
-    "qa_outputs.weight": model_types.SQUAD_SCOPE + "output_weights",
-    "qa_outputs.bias": model_types.SQUAD_SCOPE + "output_bias",
+    "classifier.weight": OUTPUT_WEIGHTS,
+    "classifier.bias": OUTPUT_BIAS,
+    "qa_outputs.weight": SQUAD_SCOPE + OUTPUT_WEIGHTS,
+    "qa_outputs.bias": SQUAD_SCOPE + OUTPUT_BIAS,
 }
 _CANONICAL_TO_NAMED = {canonical: name for name, canonical in _NAMED.items()}
 _IGNORED = {
@@ -36,15 +36,8 @@ _IGNORED = {
     "cls.predictions.decoder.weight": "tied to bert/embeddings/word_embeddings",
     "cls.predictions.decoder.bias": "same tensor as cls.predictions.bias",
 }
-# The transformers class of each model type, whether it has the pooler, and its name prefix for the encoder.
-CLASSES = {
-    model_types.ENCODER: ("BertModel", True, ""),
-    model_types.PRETRAINER: ("BertForPreTraining", True, "bert."),
-    model_types.CLASSIFIER: ("BertForSequenceClassification", True, "bert."),
-    model_types.NER: ("BertForTokenClassification", False, "bert."),
-    model_types.SQUAD: ("BertForQuestionAnswering", False, "bert."),
-    model_types.MULTIPLE_CHOICE: ("BertForMultipleChoice", True, "bert."),
-}
+# Each model type's transformers class is in the registry (`model_types.ModelType.huggingface_class`); a
+# pretrainer is written as one of these two instead when it has no next-sentence head or is left-to-right.
 MASKED_LM_CLASS = ("BertForMaskedLM", False, "bert.")  # a pretrainer without the next-sentence head
 CAUSAL_LM_CLASS = ("BertLMHeadModel", False, "bert.")  # a left-to-right (causal_attention) pretrainer
 # transformers' names of the activations that BertConfig.hidden_act names differently.
@@ -131,9 +124,12 @@ def _labels(config):
 def model_type_of(config):
     """The model type whose class a HF config's `architectures` names, or None."""
     architectures = (config or {}).get("architectures") or []
-    classes = {hf_class: model_type for model_type, (hf_class, _, _) in CLASSES.items()}
-    classes[MASKED_LM_CLASS[0]] = classes[CAUSAL_LM_CLASS[0]] = model_types.PRETRAINER
-    return next((classes[name] for name in architectures if name in classes), None)
+    for name in architectures:
+        if name in (MASKED_LM_CLASS[0], CAUSAL_LM_CLASS[0]):
+            return model_types.PRETRAINER
+        if model_types.of_huggingface_class(name):
+            return model_types.of_huggingface_class(name)
+    return None
 
 
 def read_huggingface(files, path):
@@ -198,13 +194,13 @@ def write_huggingface(weights, config, model_type, directory, vocab_file, labels
     """
     from safetensors.numpy import save  # imported here: only HF exports need it
 
-    hf_class, pooler, prefix = CLASSES[model_type]
+    hf_class, pooler, prefix = model_types.get(model_type).huggingface_class
     if model_type == model_types.PRETRAINER and config.causal_attention:
         hf_class, pooler, prefix = CAUSAL_LM_CLASS
-    elif model_type == model_types.PRETRAINER and model_types.NEXT_SENTENCE_SCOPE + "output_weights" not in weights:
+    elif model_type == model_types.PRETRAINER and NEXT_SENTENCE_SCOPE + OUTPUT_WEIGHTS not in weights:
         hf_class, pooler, prefix = MASKED_LM_CLASS
     names = model_types.model_names(model_type, weights, pooler)
-    num_outputs = int(np.shape(weights[model_types.OUTPUT_WEIGHTS])[0]) if model_types.OUTPUT_WEIGHTS in names else None
+    num_outputs = int(np.shape(weights[OUTPUT_WEIGHTS])[0]) if OUTPUT_WEIGHTS in names else None
     tensors = {}
     for name in names:
         hf_name, transpose = canonical_to_hf(name, prefix)

@@ -19,16 +19,18 @@ import os
 import numpy as np
 from absl import logging
 
-from bert_tf import atomic_io
-from bert_tf.formats import model_types
+from bert_tf import atomic_io, model_types
 from bert_tf.formats.source import CheckpointSource, read_json
+from bert_tf.modeling.checkpoint_names import ENCODER_SCOPE, OUTPUT_BIAS, OUTPUT_WEIGHTS
 
 KERAS_HUB = "keras_hub"
 PRESET = "KerasHub preset"
 CONFIG_FILE, METADATA_FILE, WEIGHTS_FILE = "config.json", "metadata.json", "model.weights.h5"
 TASK_FILE, TASK_WEIGHTS_FILE, PREPROCESSOR_FILE = "task.json", "task.weights.h5", "preprocessor.json"
 TOKENIZER_FILE, VOCABULARY_FILE = "tokenizer.json", os.path.join("assets", "tokenizer", "vocabulary.txt")
-BACKBONE, CLASSIFIER = "keras_hub>BertBackbone", "keras_hub>BertTextClassifier"
+# The registered names of the two KerasHub classes bert_tf reads and writes (the registry's keras_hub_task).
+BACKBONE, CLASSIFIER = (f"keras_hub>{model_types.get(name).keras_hub_task}"
+                        for name in (model_types.ENCODER, model_types.CLASSIFIER))
 KERAS_HUB_VERSION = "0.32.0"  # the KerasHub whose preset layout this module writes (and is tested against)
 LAYER_NORM_EPS = 1e-12  # KerasHub's BertBackbone hard-codes it
 _CLASSIFIER_KERNEL, _CLASSIFIER_BIAS = "layers/dense/vars/0", "layers/dense/vars/1"
@@ -163,8 +165,8 @@ def read_preset(path):
                              "BertBackbone and a BertTextClassifier's head (delete task.json to read the backbone)")
         task_weights_file = os.path.join(path, TASK_WEIGHTS_FILE)
         task_weights = _open_h5(task_weights_file)
-        locations[model_types.OUTPUT_WEIGHTS] = (task_weights, task_weights_file, _CLASSIFIER_KERNEL, "transpose")
-        locations[model_types.OUTPUT_BIAS] = (task_weights, task_weights_file, _CLASSIFIER_BIAS, None)
+        locations[OUTPUT_WEIGHTS] = (task_weights, task_weights_file, _CLASSIFIER_KERNEL, "transpose")
+        locations[OUTPUT_BIAS] = (task_weights, task_weights_file, _CLASSIFIER_BIAS, None)
     shapes = {}
     for name, (h5, file, h5_path, split) in locations.items():
         if h5_path not in h5:
@@ -251,7 +253,8 @@ def write_preset(weights, config, model_type, directory, vocab_file, do_lower_ca
     labels: written as labels.txt (KerasHub keeps no label names). ValueError for the other model types and
     for configs a BertBackbone cannot compute. Returns the KerasHub class name.
     """
-    if model_type not in (model_types.ENCODER, model_types.CLASSIFIER):
+    class_name = model_types.get(model_type).keras_hub_task
+    if class_name is None:
         raise ValueError(f"KerasHub has no {model_type} task for BERT (only BertBackbone and BertTextClassifier): "
                          "pass --model_type=encoder to write the encoder alone")
     _check_representable(config)
@@ -262,14 +265,13 @@ def write_preset(weights, config, model_type, directory, vocab_file, do_lower_ca
         value = np.asarray(weights[name], np.float32)
         datasets[h5_path] = value.reshape(_keras_shape(value.shape, split, heads))
     now = datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")
-    count = sum(int(np.prod(np.shape(weights[n]))) for n in names if n.startswith(model_types.ENCODER_SCOPE))
+    count = sum(int(np.prod(np.shape(weights[n]))) for n in names if n.startswith(ENCODER_SCOPE))
     metadata = {"keras_version": _keras_version(), "keras_hub_version": KERAS_HUB_VERSION, "parameter_count": count,
                 "date_saved": now, "tasks": ["MaskedLM", "TextClassifier", "TextEmbedder"]}
     files = {CONFIG_FILE: _backbone_config(config), METADATA_FILE: metadata,
              TOKENIZER_FILE: _tokenizer_config(do_lower_case)}
-    class_name = "BertBackbone"
     if model_type == model_types.CLASSIFIER:
-        num_classes = int(np.shape(weights[model_types.OUTPUT_WEIGHTS])[0])
+        num_classes = int(np.shape(weights[OUTPUT_WEIGHTS])[0])
         preprocessor = _keras_object("bert_text_classifier_preprocessor", "BertTextClassifierPreprocessor", {
             "name": "bert_text_classifier_preprocessor", "trainable": True, "dtype": _dtype("float32"),
             "tokenizer": _tokenizer_config(do_lower_case), "config_file": PREPROCESSOR_FILE,
@@ -279,9 +281,8 @@ def write_preset(weights, config, model_type, directory, vocab_file, do_lower_ca
             "backbone": files[CONFIG_FILE], "preprocessor": preprocessor, "name": "bert_text_classifier",
             "num_classes": num_classes, "activation": "linear", "dropout": config.hidden_dropout_prob})
         _write_h5(os.path.join(directory, TASK_WEIGHTS_FILE), {
-            _CLASSIFIER_KERNEL: np.ascontiguousarray(np.asarray(weights[model_types.OUTPUT_WEIGHTS], np.float32).T),
-            _CLASSIFIER_BIAS: np.asarray(weights[model_types.OUTPUT_BIAS], np.float32)})
-        class_name = "BertTextClassifier"
+            _CLASSIFIER_KERNEL: np.ascontiguousarray(np.asarray(weights[OUTPUT_WEIGHTS], np.float32).T),
+            _CLASSIFIER_BIAS: np.asarray(weights[OUTPUT_BIAS], np.float32)})
     _write_h5(os.path.join(directory, WEIGHTS_FILE), datasets)
     for name, values in files.items():
         atomic_io.write_file(os.path.join(directory, name), json.dumps(values, indent=4) + "\n")

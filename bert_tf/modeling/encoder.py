@@ -13,6 +13,7 @@ from bert_tf.feature_schema import (
     SEGMENT_IDS,
     SEQUENCE_OUTPUT,
 )
+from bert_tf.modeling.checkpoint_names import ENCODER_SCOPE
 from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.layers.embeddings import BertEmbeddings
 from bert_tf.modeling.layers.packed_tokens import PackedTokens
@@ -126,7 +127,7 @@ class BertEncoder(keras.Model):
         for variable in self.weights:
             if not variable.path.startswith(prefix):
                 raise ValueError(f"variable {variable.path} is not under the encoder scope {prefix!r}")
-            names["bert/" + variable.path[len(prefix):]] = variable
+            names[ENCODER_SCOPE + variable.path[len(prefix):]] = variable
         return names
 
     def get_config(self):

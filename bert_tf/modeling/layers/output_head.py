@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_tf.modeling.checkpoint_names import OUTPUT_BIAS, OUTPUT_WEIGHTS
 from bert_tf.modeling.layers import initializers
 from bert_tf.modeling.layers.dropout import BertDropout
 
@@ -44,7 +45,7 @@ class OutputHead(keras.layers.Layer):
 
     def checkpoint_variables(self):
         """{Google checkpoint name: variable}: `output_weights`, `output_bias`."""
-        return {"output_weights": self.output_weights, "output_bias": self.output_bias}
+        return {OUTPUT_WEIGHTS: self.output_weights, OUTPUT_BIAS: self.output_bias}
 
     def get_config(self):
         return {**super().get_config(), "num_outputs": self.num_outputs, "hidden_size": self.hidden_size,

@@ -6,6 +6,7 @@ Variables carry Google's checkpoint names under `cls/`, so Google's pretrained h
 import keras
 from keras import ops
 
+from bert_tf.modeling.checkpoint_names import MASKED_LM_SCOPE, NEXT_SENTENCE_SCOPE, OUTPUT_BIAS, OUTPUT_WEIGHTS
 from bert_tf.modeling.layers import initializers
 from bert_tf.modeling.layers.activations import get_activation
 from bert_tf.modeling.layers.dense import BertDense
@@ -60,7 +61,7 @@ class MaskedLMHead(keras.layers.Layer):
 
     def checkpoint_variables(self):
         """{Google checkpoint name: variable} of this head."""
-        scope = "cls/predictions/"
+        scope = MASKED_LM_SCOPE
         return {scope + "transform/dense/kernel": self.dense.kernel, scope + "transform/dense/bias": self.dense.bias,
                 scope + "transform/LayerNorm/gamma": self.layer_norm.gamma,
                 scope + "transform/LayerNorm/beta": self.layer_norm.beta, scope + "output_bias": self.output_bias}
@@ -101,8 +102,8 @@ class NextSentenceHead(keras.layers.Layer):
 
     def checkpoint_variables(self):
         """{Google checkpoint name: variable} of this head."""
-        return {"cls/seq_relationship/output_weights": self.output_weights,
-                "cls/seq_relationship/output_bias": self.output_bias}
+        return {NEXT_SENTENCE_SCOPE + OUTPUT_WEIGHTS: self.output_weights,
+                NEXT_SENTENCE_SCOPE + OUTPUT_BIAS: self.output_bias}
 
     def get_config(self):
         return {**super().get_config(), "hidden_size": self.hidden_size,

@@ -5,8 +5,8 @@ import keras
 from keras import ops
 
 from bert_tf.feature_schema import ENCODER_OUTPUTS, INPUT_IDS, LAYER_FEATURES
+from bert_tf.modeling.checkpoint_names import BILSTM_SCOPE
 from bert_tf.modeling.layers.scalar_mix import ScalarMix
-from bert_tf.modeling.tasks.task_model import BILSTM_SCOPE
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
 # The paper's six choices of features (Table 7); an explicit list of layer indices is concatenated.

@@ -4,10 +4,9 @@ import keras
 from keras import ops
 
 from bert_tf.feature_schema import END_LOGITS, INPUT_IDS, SPAN_LABELS, START_LOGITS
+from bert_tf.modeling.checkpoint_names import SQUAD_SCOPE
 from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
-
-HEAD_SCOPE = "cls/squad/"
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -77,7 +76,7 @@ class BertSpanLabeler(BertTaskModel):
         (`cls/squad/output_*`; with the BiLSTM head `cls/squad/bilstm/...`)."""
         if not self.built:
             self.build()
-        head = {HEAD_SCOPE + name: variable for name, variable in self.head_variables().items()}
+        head = {SQUAD_SCOPE + name: variable for name, variable in self.head_variables().items()}
         return {**self.encoder.checkpoint_variables(), **head}
 
     def get_config(self):

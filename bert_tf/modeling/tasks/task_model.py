@@ -13,6 +13,7 @@ from bert_tf.feature_schema import (
     POOLED_OUTPUT,
     SEQUENCE_OUTPUT,
 )
+from bert_tf.modeling.checkpoint_names import BILSTM_SCOPE
 from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.layers.output_head import OutputHead
 from bert_tf.modeling.layers.sequence_bilstm import SequenceBiLSTM
@@ -21,7 +22,6 @@ from bert_tf.modeling.tasks.objective import ObjectiveModel
 # The task heads (--task_head): the original's linear output layer, or a BiLSTM before it (Devlin et al. 2019,
 # Table 5 "+ BiLSTM").
 TASK_HEADS = ("linear", "bilstm")
-BILSTM_SCOPE = "bilstm/"  # a BiLSTM head's variables, its output layer included: a linear head's are not read
 
 
 class BertTaskModel(ObjectiveModel):
