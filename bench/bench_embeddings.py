@@ -59,11 +59,11 @@ rounds and at the end) is printed and appended to `--results_file` under a file 
 does (`bench/results.py`); the History index and Current figures of bench/RESULTS.md are
 updated by hand.
 
-Peers run in pinned venvs under ~/.cache (`tools/pinned_venv.py`), never in this Python:
-sentence-transformers in tools/sentence_transformers_reference.py's (`st_python`: torch, transformers,
-sentence-transformers), KerasHub in tests/test_interop.py's (`keras_hub_python` here builds the same name and
-pins: this process's tensorflow, tensorflow-text, keras and safetensors, keras-hub 0.32.0), ONNX Runtime in
-bench_serving.py's (`peer_python`).
+Peers run in pinned venvs under ~/.cache (tools/peer_venvs.py), never in this Python: sentence-transformers
+in tools/sentence_transformers_reference.py's (`sentence_transformers_python`: torch, transformers,
+sentence-transformers), KerasHub in tests/test_interop.py's (`keras_hub_python`: this process's tensorflow,
+tensorflow-text, keras and safetensors, keras-hub 0.32.0), ONNX Runtime in bench_serving.py's
+(`serving_python`).
 
 `--dry_run` (for tests): 16 sentences, batch 8, 1 round, bert_tf and bert_tf_savedmodel (unless
 --implementations says otherwise; then the peers' venvs are needed). Its texts are 16 SOTU sentences of
@@ -83,7 +83,7 @@ sys.path.insert(0, ROOT)  # bench_serving and tools, in this Python and in the p
 
 from bench import bench_serving
 from bench.results import RESULTS_FILE, publish
-from tools import sentence_transformers_reference
+from tools import peer_venvs, sentence_transformers_reference
 
 MAX_SEQ_LENGTH = 256
 CHECK_MIN_COSINE = 0.98
@@ -260,25 +260,9 @@ def run_process(spec, python, work_dir, timeout):
                                      extra_env={"KERAS_BACKEND": "tensorflow", "HF_HUB_OFFLINE": "1"})
 
 
-def keras_hub_python():
-    """The python of tests/test_interop.py's KerasHub venv (the same name and pins: this process's
-    tensorflow, tensorflow-text, keras and safetensors, keras-hub KERAS_HUB_VERSION), built once per machine."""
-    import keras
-    import safetensors
-    import tensorflow as tf
-    import tensorflow_text
-
-    from bert_tf.formats.keras_hub import KERAS_HUB_VERSION
-    from tools.pinned_venv import pinned_venv_python
-    pins = [f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}",
-            f"keras=={keras.__version__}", f"keras-hub=={KERAS_HUB_VERSION}", f"safetensors=={safetensors.__version__}"]
-    name = f"bert_tf_keras_hub_venv-py{sys.version_info.major}.{sys.version_info.minor}-"
-    return pinned_venv_python(name + "-".join(p.replace("==", "") for p in pins), pins)
-
-
 PYTHONS = {"bert_tf": lambda: sys.executable, "saved_model": lambda: sys.executable,
-           "sentence_transformers": sentence_transformers_reference.st_python, "keras_hub": keras_hub_python,
-           "onnx": bench_serving.peer_python}
+           "sentence_transformers": peer_venvs.sentence_transformers_python, "keras_hub": peer_venvs.keras_hub_python,
+           "onnx": peer_venvs.serving_python}
 
 
 def sotu_sentences(count):

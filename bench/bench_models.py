@@ -35,10 +35,10 @@ inference: a third of the encoder's training FLOPs. The table and the command go
 (appended under a file lock).
 
 bert_tf runs in this Python. The peers run in venvs under ~/.cache built once per machine (file lock), never
-in this Python: KerasHub and HF in one with pinned torch (the CPU wheel), transformers, tensorflow and keras at
-this process's versions, and keras-hub; Model Garden in its own with tensorflow at this version, tf-keras,
-gin-config and scipy, and `tf-models-nightly` installed with --no-deps (its declared dependencies ask for
-tf-nightly).
+in this Python (tools/peer_venvs.py's `bench_models_python` and `model_garden_python`): KerasHub and HF in one
+with pinned torch (the CPU wheel), transformers, tensorflow and keras at this process's versions, and
+keras-hub; Model Garden in its own with tensorflow at this version, tf-keras, gin-config and scipy, and
+`tf-models-nightly` installed with --no-deps (its declared dependencies ask for tf-nightly).
 """
 
 import argparse
@@ -51,9 +51,6 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG_NAMES = {"tiny", "mini", "small", "medium", "base", "large"}  # bert_tf/configs/ (workers run in peer venvs)
-TORCH, TRANSFORMERS, KERAS_HUB = "2.13.0", "5.24.0", "0.32.0"
-MODEL_GARDEN = ["tf-models-nightly==2.21.0.dev20260217"]  # installed with --no-deps
-MODEL_GARDEN_DEPENDENCIES = ["gin-config==0.5.0", "scipy==1.17.1"]  # + tensorflow and tf-keras at this TF version
 LIBRARIES = ("bert_tf", "keras_hub", "model_garden", "torch")
 NAMES = {"bert_tf": "bert_tf", "keras_hub": "KerasHub", "model_garden": "Model Garden", "torch": "HF torch"}
 
@@ -291,6 +288,9 @@ def library_versions(library):
     import tensorflow as tf
     if library == "model_garden":
         import tf_keras
+
+        sys.path.insert(0, ROOT)
+        from tools.peer_venvs import MODEL_GARDEN
         return f"TF {tf.__version__}, tf-keras {tf_keras.__version__}, {MODEL_GARDEN[0]}"
     import keras
     versions = f"TF {tf.__version__}, Keras {keras.__version__}"
@@ -319,34 +319,6 @@ def run_worker(case):
 
 
 # ---------------------------------------------------------------------------------- parent (orchestrator)
-
-def peer_python():
-    """The python of the peers' venv (torch, transformers, tensorflow, keras, keras-hub, pinned), built once
-    per machine under ~/.cache."""
-    import platform
-
-    import keras
-    import tensorflow as tf
-
-    from tools.pinned_venv import pinned_venv_python
-    pins = [f"torch=={TORCH}", f"transformers=={TRANSFORMERS}", f"tensorflow=={tf.__version__}",
-            f"keras=={keras.__version__}", f"keras-hub=={KERAS_HUB}"]
-    key = f"py{platform.python_version()}-" + "-".join(pin.replace("==", "") for pin in pins)
-    return pinned_venv_python(f"bert_tf_bench_venv-{key}", pins)
-
-
-def model_garden_python():
-    """The python of Model Garden's venv (tensorflow at this version, tf-keras, tf-models-nightly), built once
-    per machine under ~/.cache."""
-    import platform
-
-    import tensorflow as tf
-
-    from tools.pinned_venv import pinned_venv_python
-    pins = [f"tensorflow=={tf.__version__}", f"tf-keras=={tf.__version__}", *MODEL_GARDEN_DEPENDENCIES]
-    key = f"py{platform.python_version()}-" + "-".join(pin.replace("==", "") for pin in pins + MODEL_GARDEN)
-    return pinned_venv_python(f"bert_tf_model_garden_venv-{key}", pins, no_deps=MODEL_GARDEN)
-
 
 def run_case(case, python, timeout):
     """Runs one case in a fresh process of `python`; returns its JSON result or {"error": ...}."""
@@ -400,6 +372,7 @@ def main():
     from bench.results import append_results
     from bert_tf.config import BertConfig
     from bert_tf.training import loop
+    from tools import peer_venvs
 
     config, config_path = load_config(args.config)
     bert_config = BertConfig.from_dict(config)
@@ -423,11 +396,11 @@ def main():
     pythons = {"bert_tf": sys.executable, "peak": sys.executable}
     if {"keras_hub", "torch"} & set(libraries):
         begin = time.perf_counter()
-        pythons["keras_hub"] = pythons["torch"] = peer_python()
+        pythons["keras_hub"] = pythons["torch"] = peer_venvs.bench_models_python()
         print(f"peer venv: {pythons['torch']} ({time.perf_counter() - begin:.0f} s)", flush=True)
     if "model_garden" in libraries:
         begin = time.perf_counter()
-        pythons["model_garden"] = model_garden_python()
+        pythons["model_garden"] = peer_venvs.model_garden_python()
         print(f"Model Garden venv: {pythons['model_garden']} ({time.perf_counter() - begin:.0f} s)", flush=True)
 
     def peaks():

