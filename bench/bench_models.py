@@ -24,15 +24,15 @@ float32 and bfloat16: the TF paths with the Keras (tf_keras for Model Garden) `m
 `torch.autocast("cpu", torch.bfloat16)`. `--xla=on,off`: jit_compile of the TF paths (torch runs eager).
 
 Every measurement is a fresh subprocess with one library (TF and torch in one process fight over threads),
-the result comes back as JSON: it builds the model, runs `--warmup` calls (not timed; XLA compiles there),
-then `--steps` timed calls, and reports their median. `--rounds` interleaved rounds (every case once per round,
-so drifting load on a shared machine hits all alike); the table gives the median over the rounds of
-examples/s and tokens/s, and MFU = examples/s x model FLOPs per example / the matmul peak of that dtype,
-measured by `bert_tf.training.loop.measure_peak_flops` (the best of the peaks measured in fresh processes at
-the start and the end of the run). Model FLOPs (`loop.training_flops_per_example`): training at
-ceil(0.15 T) masked positions for every library (HF's extra MLM work on the other positions does not count);
-inference: a third of the encoder's training FLOPs. The table and the command go to bench/RESULTS.md
-(appended under a file lock).
+whose result comes back as JSON (bench/harness.py's worker processes): it builds the model, runs `--warmup`
+calls (not timed; XLA compiles there), then `--steps` timed calls, and reports their median. `--rounds`
+interleaved rounds (every case once per round, so drifting load on a shared machine hits all alike); the table
+gives the median over the rounds of examples/s and tokens/s, and MFU = examples/s x model FLOPs per example /
+the matmul peak of that dtype, measured by `bert_tf.training.loop.measure_peak_flops` (the best of the peaks
+measured in fresh processes at the start and the end of the run). Model FLOPs
+(`loop.training_flops_per_example`): training at ceil(0.15 T) masked positions for every library (HF's extra
+MLM work on the other positions does not count); inference: a third of the encoder's training FLOPs. The
+table and the command go to bench/RESULTS.md (appended under a file lock).
 
 bert_tf runs in this Python. The peers run in venvs under ~/.cache built once per machine (file lock), never
 in this Python (tools/peer_venvs.py's `bench_models_python` and `model_garden_python`): KerasHub and HF in one
@@ -42,14 +42,18 @@ keras-hub; Model Garden in its own with tensorflow at this version, tf-keras, gi
 """
 
 import argparse
+import functools
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # bench.harness, in this Python and in the peers' venvs (stdlib-only imports)
+
+from bench import harness  # noqa: E402  (after the path)
+
 CONFIG_NAMES = {"tiny", "mini", "small", "medium", "base", "large"}  # bert_tf/configs/ (workers run in peer venvs)
 LIBRARIES = ("bert_tf", "keras_hub", "model_garden", "torch")
 NAMES = {"bert_tf": "bert_tf", "keras_hub": "KerasHub", "model_garden": "Model Garden", "torch": "HF torch"}
@@ -75,18 +79,6 @@ def random_inputs(batch_size, seq_length, num_predictions, vocab_size):
         "masked_lm_weights": np.ones((batch_size, num_predictions), np.float32),
         "next_sentence_labels": rng.integers(0, 2, (batch_size, 1), dtype=np.int32),
     }
-
-
-def timed_calls(call, warmup, steps):
-    """Seconds of each of `steps` calls of `call()`, after `warmup` untimed ones (XLA compiles there)."""
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(steps):
-        begin = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - begin)
-    return times
 
 
 def tf_setup(case):
@@ -289,7 +281,6 @@ def library_versions(library):
     if library == "model_garden":
         import tf_keras
 
-        sys.path.insert(0, ROOT)
         from tools.peer_venvs import MODEL_GARDEN
         return f"TF {tf.__version__}, tf-keras {tf_keras.__version__}, {MODEL_GARDEN[0]}"
     import keras
@@ -303,9 +294,6 @@ def library_versions(library):
 def run_worker(case):
     """Measures one case in this process; returns {"times": [s per call], "versions": ...}."""
     import numpy as np
-    if case["library"] == "peak":
-        from bert_tf.training import loop
-        return {"peak": loop.measure_peak_flops("/CPU:0", case["dtype"]), "versions": library_versions("bert_tf")}
     config = case["config"]
     features = random_inputs(case["batch_size"], case["seq_length"], case["num_predictions"], config["vocab_size"])
     if case["library"] == "bert_tf":
@@ -314,7 +302,7 @@ def run_worker(case):
     else:
         steps = {"keras_hub": keras_hub_step, "model_garden": model_garden_step, "torch": torch_step}
         call = steps[case["library"]](case, config, features)
-    times = timed_calls(call, case["warmup"], case["steps"])
+    times = harness.timed_calls(call, case["warmup"], case["steps"])
     return {"time": float(np.median(times)), "times": times, "versions": library_versions(case["library"])}
 
 
@@ -322,16 +310,7 @@ def run_worker(case):
 
 def run_case(case, python, timeout):
     """Runs one case in a fresh process of `python`; returns its JSON result or {"error": ...}."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT if case["library"] in ("bert_tf", "peak") else "")
-    try:
-        result = subprocess.run([python, os.path.abspath(__file__), "--worker", json.dumps(case)], cwd=ROOT,
-                                capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
-    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
-    if result.returncode or not lines:
-        return {"error": (result.stderr.strip().splitlines() or ["no output"])[-1][:300]}
-    return json.loads(lines[-1][len("RESULT "):])
+    return harness.run_worker(__file__, case, python, timeout, with_root=case["library"] == "bert_tf")
 
 
 def load_config(name):
@@ -342,7 +321,6 @@ def load_config(name):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--config", default="base", help=f"one of {sorted(CONFIG_NAMES)} or a config json path")
     parser.add_argument("--batch_sizes", default="1,8,32")
     parser.add_argument("--seq_lengths", default="128,512", help="Inference sequence lengths.")
@@ -359,16 +337,12 @@ def main():
                         "loaded 2-core machine 2 OpenMP threads can be 10-30x slower than 1.")
     parser.add_argument("--note", default="", help="Added to the section heading in RESULTS.md.")
     parser.add_argument("--timeout", type=int, default=1800, help="Seconds per measuring process.")
-    args = parser.parse_args()
-    if args.worker:
-        print("RESULT " + json.dumps(run_worker(json.loads(args.worker))), flush=True)
-        return
+    args = harness.parse_args(parser, run_worker)
 
-    import datetime
     import platform
 
     import numpy as np
-    sys.path.insert(0, ROOT)
+
     from bench.results import append_results
     from bert_tf.config import BertConfig
     from bert_tf.training import loop
@@ -376,9 +350,7 @@ def main():
 
     config, config_path = load_config(args.config)
     bert_config = BertConfig.from_dict(config)
-    def split(text):
-        return [t for t in text.split(",") if t]
-
+    split = harness.comma_list
     dtypes, libraries, tasks = split(args.dtypes), split(args.libraries), split(args.tasks)
     xla_settings = [{"on": True, "off": False}[x] for x in split(args.xla)]
     cases = []
@@ -403,27 +375,16 @@ def main():
         pythons["model_garden"] = peer_venvs.model_garden_python()
         print(f"Model Garden venv: {pythons['model_garden']} ({time.perf_counter() - begin:.0f} s)", flush=True)
 
-    def peaks():
-        return {d: run_case({"library": "peak", "dtype": d}, sys.executable, args.timeout) for d in dtypes}
-
     load_start, begin = os.getloadavg(), time.perf_counter()
-    first_peaks = peaks()
-    results = {i: [] for i in range(len(cases))}
-    errors, versions = {}, {"bert_tf": first_peaks[dtypes[0]].get("versions")}
-    for round_index in range(args.rounds):
-        for i, case in enumerate(cases):
-            if i in errors:
-                continue
-            result = run_case(case, pythons[case["library"]], args.timeout)
-            if "error" in result:
-                errors[i] = result["error"]
-                print(f"FAILED {case['library']} {case['task']}: {result['error']}", flush=True)
-                continue
-            results[i].append(result["time"])
-            versions[case["library"]] = result["versions"]
-        print(f"round {round_index + 1}/{args.rounds} done ({time.perf_counter() - begin:.0f} s)", flush=True)
-    last_peaks = peaks()
-    peak = {d: max(p.get("peak", 0.0) for p in (first_peaks[d], last_peaks[d])) for d in dtypes}
+    first_peaks = harness.matmul_peaks(dtypes, args.timeout)
+    jobs = {i: (f"{case['library']} {case['task']}", case["library"],
+                functools.partial(run_case, case, pythons[case["library"]], args.timeout))
+            for i, case in enumerate(cases)}
+    measured, errors, versions = harness.interleaved_rounds(jobs, args.rounds, begin,
+                                                            {"bert_tf": library_versions("bert_tf")})
+    results = {i: [result["time"] for result in found] for i, found in measured.items()}
+    last_peaks = harness.matmul_peaks(dtypes, args.timeout)
+    peak = {d: max(first_peaks[d], last_peaks[d]) for d in dtypes}
     elapsed = time.perf_counter() - begin
 
     table = ["| task | library | batch | seq | dtype | XLA | median ms | examples/s | tokens/s | MFU | runs |",
@@ -458,8 +419,8 @@ def main():
         table.append(f"| {task} | {b} | {t} | " + " | ".join(cells) + f" | {ratio} |")
     peak_text = ", ".join(f"{d} {peak[d] / 1e12:.3f} TFLOP/s" for d in dtypes)
     text = "\n".join([
-        "", f"## bench_models.py{f' ({args.note})' if args.note else ''} — {datetime.date.today().isoformat()}", "",
-        f"`{' '.join(['python bench/bench_models.py', *sys.argv[1:]])}`", "",
+        "", harness.heading("bench_models.py", args.note), "",
+        f"`{harness.command_line('bench_models.py')}`", "",
         f"Config {os.path.relpath(config_path, ROOT)} (L={bert_config.num_hidden_layers}, "
         f"H={bert_config.hidden_size}, A={bert_config.num_attention_heads}), random weights and ids; "
         f"{platform.machine()}, {os.cpu_count()} CPU cores (shared; load average {load_start[0]:.1f} at start, "

@@ -48,7 +48,6 @@ bench/RESULTS.md.
 """
 
 import argparse
-import datetime
 import os
 import sys
 
@@ -57,7 +56,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench.bench_models import timed_calls  # noqa: E402  (after the path)
+from bench.harness import command_line, heading, timed_calls  # noqa: E402  (after the path)
 
 
 def median_ms(fn, repeats):
@@ -452,8 +451,8 @@ def main():
         rows += BLOCKS[name](args)
     slow = "".join(f", {block}: {repeats}" for block, repeats in slow_block_repeats(args).items()
                    if block in args.blocks.split(","))
-    lines = ["", f"## bench_optimisations.py — {datetime.date.today().isoformat()}", "",
-             f"`{' '.join(['python bench/bench_optimisations.py', *sys.argv[1:]])}`", "",
+    lines = ["", heading("bench_optimisations.py"), "",
+             f"`{command_line('bench_optimisations.py')}`", "",
              f"Batch {args.batch_size} x seq {args.seq_length}, BERT-Base shapes, {os.cpu_count()} CPU cores "
              f"(load average {os.getloadavg()[0]:.1f} at the end), TF {tf.__version__}; medians of "
              f"{args.repeats} calls{slow}.", "",

@@ -67,19 +67,21 @@ says otherwise; then the peers' venv is needed), batch 1 and 2, seq 16, 1 round,
 
 The peers (HF, ORT) run in a venv under ~/.cache built once per machine (`tools/peer_venvs.py`'s
 `serving_python`) with pinned torch (CPU wheel), transformers, onnx and onnxruntime: never installed into this
-Python.
+Python. Worker processes, rounds and the section's commit, CPU and command line: bench/harness.py.
 """
 
 import argparse
 import functools
-import json
 import os
-import re
 import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # bench.harness, in this Python and in the peers' venv (stdlib-only imports)
+
+from bench import harness  # noqa: E402  (after the path)
+
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 # name: (worker kind, export_model.py flags (None: not a bert_tf export), inputs, precision class, label)
 IMPLEMENTATIONS = {
@@ -363,11 +365,8 @@ def check_ids(expected, pooled, packed):
 
 
 def run_worker(spec):
-    """One process: the matmul peak, the ONNX export, or every case of one (model, implementation)."""
+    """One process: the ONNX export, or every case of one (model, implementation)."""
     import numpy as np
-    if spec["kind"] == "peak":
-        from bert_tf.training import loop
-        return {"peak": loop.measure_peak_flops("/CPU:0", spec["dtype"])}
     if spec["kind"] == "onnx_export":
         return onnx_export(spec)
     factory, versions = {"saved_model": saved_model_calls, "tflite": tflite_calls, "torch": torch_calls,
@@ -393,34 +392,10 @@ def run_worker(spec):
 
 # ------------------------------------------------------------------------------------ parent: processes
 
-def error_line(stderr):
-    """The line of a failed process's stderr that says why: an exception or absl's flag error, else the last."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if re.match(r"^([\w.]+\.)?\w*(Error|Exception|Exit)\b", line) or line.startswith("FATAL"):
-            return line[:300]
-    return lines[-1][:300] if lines else "no output"
-
-
-def run_process(spec, python, work_dir, timeout, with_root=False, script=__file__, extra_env=None):
-    """Runs one worker of `script` (`script --worker spec.json`; default this one) in a fresh process of
-    `python`, with `extra_env` added to the environment; its JSON result, or {"error": ...}."""
-    path = os.path.join(work_dir, f"spec-{os.getpid()}-{time.monotonic_ns()}.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(spec, f)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT if with_root else "",
-               TOKENIZERS_PARALLELISM="true", **(extra_env or {}))
-    try:
-        result = subprocess.run([python, os.path.abspath(script), "--worker", path], cwd=work_dir,
-                                capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout} s"}
-    finally:
-        os.remove(path)
-    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
-    if result.returncode or not lines:
-        return {"error": error_line(result.stderr)}
-    return json.loads(lines[-1][len("RESULT "):])
+def run_process(spec, python, work_dir, timeout):
+    """Runs run_worker(spec) in a fresh process of `python` (PYTHONPATH empty); its JSON result, or {"error":
+    the line of its stderr that says why}."""
+    return harness.run_worker(__file__, spec, python, timeout, work_dir, env={"TOKENIZERS_PARALLELISM": "true"})
 
 
 def bert_tf_export(model, flags, export_dir, max_seq_length, model_type="encoder"):
@@ -434,7 +409,7 @@ def bert_tf_export(model, flags, export_dir, max_seq_length, model_type="encoder
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     seconds = time.perf_counter() - begin
     if result.returncode:
-        return None, error_line(result.stderr)
+        return None, harness.error_line(result.stderr)
     found = []
     for directory, _, files in os.walk(export_dir):
         found += [os.path.join(directory, f) for f in files
@@ -521,44 +496,12 @@ def make_inputs(tokenizer, seq_lengths, count):
 
 # ------------------------------------------------------------------------------------------ parent: report
 
-def git_commit():
-    def git(*args):
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--untracked-files=no")
-    return f"{commit}" + (" with uncommitted changes in the working tree" if dirty else " (clean working tree)")
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    return platform.processor() or "unknown CPU"
-
-
-def shown_command(argv, script="bench/bench_serving.py"):
-    """The command line of `script` with absolute paths replaced by placeholders ($WORK_DIR, ...)."""
-    shown = []
-    for arg in argv:
-        match = re.match(r"^--(\w+)=(.*)$", arg)
-        if match and os.path.isabs(match.group(2)):
-            arg = f"--{match.group(1)}=${match.group(1).upper()}"
-        shown.append(arg)
-    return " ".join([f"python {script}", *shown])
-
-
 def ops_text(counts, names):
     return ", ".join(f"{n} {counts.get(n, 0)}" for n in names)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--model", default="base,minilm", help="base, minilm (comma list)")
     parser.add_argument("--implementations", default=None,
                         help=f"comma list of {', '.join(IMPLEMENTATIONS)} (default: all; --dry_run: bert_tf)")
@@ -569,35 +512,21 @@ def main():
     parser.add_argument("--requests", type=int, default=0, help="Exactly this many timed requests per case "
                         "per round instead of --seconds.")
     parser.add_argument("--warmup", type=int, default=2, help="Untimed requests per case per process (>= 1).")
-    parser.add_argument("--note", default="", help="Added to the section heading.")
-    parser.add_argument("--work_dir", default=None, help="Weights, exports and specs (default: a temporary "
-                        "directory, deleted at the end).")
-    parser.add_argument("--results_file", default=None, help="Markdown file to append to (default "
-                        "bench/RESULTS.md; --dry_run: none).")
-    parser.add_argument("--timeout", type=int, default=3600, help="Seconds per process.")
-    parser.add_argument("--dry_run", action="store_true", help="BERT-Tiny, bert_tf only, batch 1 and 2, seq 16, "
-                        "1 round, 3 requests: checks the harness, measures nothing.")
-    args = parser.parse_args()
-    if args.worker:
-        with open(args.worker, encoding="utf-8") as f:
-            spec = json.load(f)
-        print("RESULT " + json.dumps(run_worker(spec)), flush=True)
-        return
+    harness.add_run_flags(parser, "Weights, exports and specs",
+                          "BERT-Tiny, bert_tf only, batch 1 and 2, seq 16, 1 round, 3 requests")
+    args = harness.parse_args(parser, run_worker)
 
-    import datetime
     import platform
-    import tempfile
 
     import numpy as np
-    sys.path.insert(0, ROOT)
-    from bench.results import RESULTS_FILE, publish
+
+    from bench.results import publish
     from bert_tf import BertConfig
     from bert_tf.tokenization import FullTokenizer
     from bert_tf.training import loop
     from tools import peer_venvs, pypi_data
 
-    def split(text):
-        return [t for t in text.split(",") if t]
+    split = harness.comma_list
 
     load_start, begin = os.getloadavg(), time.perf_counter()
     if args.dry_run:
@@ -612,10 +541,7 @@ def main():
     if unknown:
         sys.exit(f"unknown implementation(s) or model(s): {unknown}; implementations: {list(IMPLEMENTATIONS)}, "
                  f"models: base, minilm")
-    results_file = args.results_file or (None if args.dry_run else RESULTS_FILE)
-    temporary = None if args.work_dir else tempfile.TemporaryDirectory(prefix="bench_serving_")
-    work_dir = os.path.abspath(args.work_dir or temporary.name)
-    os.makedirs(work_dir, exist_ok=True)
+    results_file, work_dir, temporary = harness.outputs(args, "bench_serving_")
     max_seq = max(seq_lengths)
 
     minilm = pypi_data.minilm_dir()
@@ -696,38 +622,22 @@ def main():
 
     precisions = sorted({IMPLEMENTATIONS[n][3] for n in implementations} - {"int8"})
 
-    def peaks():
-        found = {}
-        for dtype in precisions:
-            result = run_process({"kind": "peak", "dtype": dtype}, sys.executable, work_dir, args.timeout, True)
-            found[dtype] = result.get("peak", 0.0)
-        return found
-
-    peak = {} if args.dry_run else peaks()
+    peak = {} if args.dry_run else harness.matmul_peaks(precisions, args.timeout, work_dir)
     load_rounds = os.getloadavg()
-    measured = {key: [] for key in specs}  # (model, impl) -> per round: list of case results
-    versions, failures = {}, {}
-    for round_index in range(rounds):
-        for key, spec in specs.items():
-            if status[key] is not None or key in failures:
-                continue
-            result = run_process(spec, pythons[spec["kind"]], work_dir, args.timeout)
-            if "error" in result:
-                failures[key] = result["error"]
-                print(f"FAILED {key[0]} {key[1]}: {result['error']}", flush=True)
-                continue
-            measured[key].append(result["results"])
-            versions[spec["kind"]] = result["versions"]
-        print(f"round {round_index + 1}/{rounds} done ({time.perf_counter() - begin:.0f} s)", flush=True)
+    jobs = {key: (f"{key[0]} {key[1]}", spec["kind"],
+                  functools.partial(run_process, spec, pythons[spec["kind"]], work_dir, args.timeout))
+            for key, spec in specs.items() if status[key] is None}
+    # (model, impl) -> per round: {"results": its case results, "versions"}
+    measured, failures, versions = harness.interleaved_rounds(jobs, rounds, begin)
     if not args.dry_run:
-        peak = {d: max(peak[d], p) for d, p in peaks().items()}
+        peak = {d: max(peak[d], p) for d, p in harness.matmul_peaks(precisions, args.timeout, work_dir).items()}
     elapsed = time.perf_counter() - begin
 
     # ------------------------------------------------------------------------------------------ the report
     def case_stats(key, index):
         """{error} or {p50, p90 (s), rounds, requests, pooled (row 0), T, note} of case `index` of `key`."""
         why = status[key] or failures.get(key)
-        rounds_ = [] if why else [r[index] for r in measured[key]]
+        rounds_ = [] if why else [r["results"][index] for r in measured[key]]
         errors = [r["error"] for r in rounds_ if "error" in r]
         if why or errors or not rounds_:
             return {"error": why or (errors[0] if errors else "no result")}
@@ -807,10 +717,10 @@ def main():
     timing = (f"exactly {requests} timed requests" if requests else
               f"timed requests for {args.seconds:g} s (at least 3)")
     text = "\n".join([
-        "", f"## bench_serving.py{f' ({args.note})' if args.note else ''}"
-        f"{' (dry run: not a measurement)' if args.dry_run else ''} — {datetime.date.today().isoformat()}", "",
-        f"`{shown_command(sys.argv[1:])}`", "",
-        f"Commit {git_commit()}; {platform.machine()}, {cpu_model()}, {os.cpu_count()} CPU cores; load average "
+        "", harness.heading("bench_serving.py", args.note, "dry run: not a measurement" if args.dry_run else ""), "",
+        f"`{harness.shown_command(sys.argv[1:], 'bench/bench_serving.py')}`", "",
+        f"Commit {harness.git_commit()}; {platform.machine()}, {harness.cpu_model()}, {os.cpu_count()} CPU cores; "
+        f"load average "
         f"{load_start[0]:.1f} at start, {load_rounds[0]:.1f} before the rounds, {os.getloadavg()[0]:.1f} at end; "
         f"Python {platform.python_version()}; " + "; ".join(versions.values()) + ". "
         f"Every (model, implementation) a fresh process per round measuring all its cases: at least {warmup} "

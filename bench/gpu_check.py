@@ -45,7 +45,8 @@ def main(argv=None):
 
     import tensorflow as tf
 
-    from bench.bench_models import bert_tf_step, load_config, random_inputs, timed_calls
+    from bench.bench_models import bert_tf_step, load_config, random_inputs
+    from bench.harness import timed_calls
     from bert_tf.config import BertConfig
     from bert_tf.training import loop
 

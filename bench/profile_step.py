@@ -18,7 +18,6 @@ step and the share of all op time, and the matmul share (`MatMul`/`BatchMatMul` 
 
 import argparse
 import collections
-import datetime
 import glob
 import math
 import os
@@ -30,7 +29,7 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench import bench_models  # noqa: E402  (after the path)
+from bench import bench_models, harness  # noqa: E402  (after the path)
 from bench.results import RESULTS_FILE, append_results  # noqa: E402
 
 CALL_OPS = {"PartitionedCall", "StatefulPartitionedCall"}
@@ -91,7 +90,7 @@ def main():
                                           config["vocab_size"])
     call = bench_models.bert_tf_step(case, BertConfig.from_dict(config), features)
     load_start = os.getloadavg()[0]
-    wall_ms = 1e3 * float(np.median(bench_models.timed_calls(call, 2, args.steps)))
+    wall_ms = 1e3 * float(np.median(harness.timed_calls(call, 2, args.steps)))
     with tempfile.TemporaryDirectory() as trace_dir:
         tf.profiler.experimental.start(trace_dir)
         try:
@@ -111,8 +110,8 @@ def main():
         table.append(f"| (the other {len(total) - len(rows)} types) | {rest / args.steps:.1f} | | "
                      f"{rest / args.steps / all_ms:.1%} |")
     text = "\n".join([
-        "", f"## profile_step.py{f' ({args.note})' if args.note else ''} — {datetime.date.today().isoformat()}", "",
-        f"`{' '.join(['python bench/profile_step.py', *sys.argv[1:]])}`", "",
+        "", harness.heading("profile_step.py", args.note), "",
+        f"`{harness.command_line('profile_step.py')}`", "",
         f"bert_tf {args.task} step, {os.path.relpath(config_path, ROOT)}, batch {args.batch_size} x seq "
         f"{args.seq_length}, {args.dtype} (XLA off), {os.cpu_count()} CPU cores (load average {load_start:.1f} at "
         f"the start, {os.getloadavg()[0]:.1f} at the end), TF {tf.__version__}. Wall clock {wall_ms:.1f} ms per step "

@@ -1,6 +1,7 @@
 """bench/bench_serving.py: its dry run end to end (bert_tf SavedModel only: no peers' venv, nothing appended to
 bench/RESULTS.md) and the helpers that make its comparison fair (the same weights for bert_tf and HF, inputs
-of exactly the sequence length, the error line of a failed export). No timing is asserted."""
+of exactly the sequence length, the ids checked; the error line of a failed export: tests/test_bench_harness.py).
+No timing is asserted."""
 
 import os
 import subprocess
@@ -62,21 +63,6 @@ def test_texts_have_exactly_the_sequence_length(tokenizer):
         for text, ids, mask in zip(data["texts"], data["input_ids"], data["input_mask"]):
             assert len(tokenizer.tokenize(text)) == seq - 2
             assert len(ids) == seq and all(mask) and ids[0] == 101 and ids[-1] == 102
-
-
-def test_error_line_finds_the_reason():
-    absl = ("I0000 some log line\nFATAL Flags parsing error: Unknown command line flag 'tflite_inputs'\n"
-            "Pass --helpshort or --helpfull to see help on flags.\n")
-    assert bench_serving.error_line(absl) == "FATAL Flags parsing error: Unknown command line flag 'tflite_inputs'"
-    traceback = ("Traceback (most recent call last):\n  File \"x.py\", line 1\n"
-                 "ImportError: cannot import name 'tflite' from 'bert_tf.export'\n")
-    assert bench_serving.error_line(traceback) == "ImportError: cannot import name 'tflite' from 'bert_tf.export'"
-    assert bench_serving.error_line("") == "no output"
-
-
-def test_shown_command_has_no_absolute_paths():
-    shown = bench_serving.shown_command(["--model=minilm", "--work_dir=/tmp/x", "--results_file=/a/b.md"])
-    assert shown == "python bench/bench_serving.py --model=minilm --work_dir=$WORK_DIR --results_file=$RESULTS_FILE"
 
 
 def test_check_ids_refuses_other_tokenization():
