@@ -27,6 +27,17 @@ def test_tsv_with_inferred_labels_and_unlabelled_test(tmp_path):
     assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-1", "who is this")]
 
 
+def test_results_columns_name_the_labels_in_label_id_order():
+    """test_results.tsv has no header (the original's format): the log line of a run names its columns."""
+    from bert_tf.data.tasks import glue
+
+    assert glue.get_processor("mnli").results_columns() == (
+        "P(contradiction), P(entailment), P(neutral): the probability of each label in the order of labels.txt")
+    many = ColumnProcessor(labels=[f"c{i}" for i in range(12)]).results_columns()
+    assert many.startswith("P(c0), P(c1), ") and "P(c9), ... (12 labels): " in many and "P(c10)" not in many
+    assert glue.get_processor("sts-b").results_columns() == "the predicted score"
+
+
 def test_csv_pairs_with_quoting_ids_and_given_labels(tmp_path):
     write(tmp_path / "train.csv", 'id,question,passage,answer\nq1,"Is it, really?","Yes, it ""is"".\nTwo lines.",'
                                   'yes\nq2,No?,No.,no\n')

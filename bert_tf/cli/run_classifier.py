@@ -69,9 +69,11 @@ def get_processor():
                                                    FLAGS.id_column, FLAGS.label_list, FLAGS.regression)
         processor.infer_labels(FLAGS.data_dir)
         return processor
-    if name == "xnli":
-        return glue_tasks.get_processor(name, language=FLAGS.xnli_language)
-    return glue_tasks.get_processor(name)
+    try:
+        return glue_tasks.get_processor(name, **({"language": FLAGS.xnli_language} if name == "xnli" else {}))
+    except glue_tasks.UnknownTaskError as e:
+        raise ValueError(f"{e}, or custom: --task_name=custom reads your own train/dev/test files (.tsv, .csv or "
+                         ".jsonl in --data_dir) with --text_a_column, --text_b_column, --label_column") from None
 
 
 @functools.cache  # read once, also when the dev set is evaluated at every checkpoint
@@ -118,6 +120,8 @@ def predict(tuner, processor, split, tokenizer):
         rows = softmax(outputs)
         predictions = [processor.leaderboard_labels[i] for i in outputs.argmax(-1)]
     run_directory.write_test_results(FLAGS.output_dir, rows, f"test_{suffix}results.tsv")
+    logging.info("Wrote test_%sresults.tsv: a line per test example (%d), no header; columns: %s", suffix,
+                 len(rows), processor.results_columns())
     submission = getattr(processor, "submission_files", {}).get(split)
     if submission:
         glue_tasks.write_submission(os.path.join(FLAGS.output_dir, submission), examples, predictions)

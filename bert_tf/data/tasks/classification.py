@@ -185,6 +185,17 @@ class DataProcessor:
     def get_labels(self):
         return list(self.labels)
 
+    def results_columns(self):
+        """What the columns of test_results.tsv hold. The file has no header (the original's format, which
+        GLUE's tooling and the original's users read as is), so a run names them in its log: the probability of
+        each label, in label-id order (that of labels.txt), or the predicted score of a regression task."""
+        if self.is_regression:
+            return "the predicted score"
+        labels = self.get_labels()
+        shown = ", ".join(f"P({label})" for label in labels[:10]) + (f", ... ({len(labels)} labels)"
+                                                                     if len(labels) > 10 else "")
+        return f"{shown}: the probability of each label in the order of labels.txt"
+
     @property
     def leaderboard_labels(self):
         """The label names that the GLUE leaderboard files use for label ids 0, 1, ...: the labels."""
