@@ -138,13 +138,27 @@ def token_id(token_ids, token):
     return token_ids[token]
 
 
+def check_utf8(strings, name, rows=None):
+    """strings tf.string [B] -> the same strings, after an assertion that each one is valid UTF-8: when the
+    graph runs, InvalidArgumentError `assertion failed: [NAME is not valid UTF-8 at rows] [1 3] [(counted
+    from 0): ...]` (TensorFlow's Assert op writes the first two words before any message), the rows as
+    positions in `strings`, or `rows[position]` when `rows` (int64 [B]) is given."""
+    valid = tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="replace") == strings
+    bad = tf.where(~valid)[:, 0]
+    check = tf.debugging.Assert(tf.reduce_all(valid), [
+        f"{name} is not valid UTF-8 at rows", bad if rows is None else tf.gather(rows, bad),
+        "(counted from 0): each string must be text encoded as UTF-8"], summarize=20)
+    with tf.control_dependencies([check]):
+        return tf.identity(strings)
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertTokenizer(keras.layers.Layer):
     """Maps strings to BERT word-piece ids in the graph, exactly like `tokenization.FullTokenizer`.
 
     Input: tf.string [B] (or a scalar). Output: int32 `tf.RaggedTensor` [B, (tokens)] (or int32 [tokens]
     for a scalar), without [CLS]/[SEP]; see `BertPacker` for those. Invalid UTF-8 raises
-    `InvalidArgumentError` when the op runs (the pure-Python tokenizer raises `ValueError`).
+    `InvalidArgumentError` naming the rows when the op runs (`check_utf8`; FullTokenizer raises `ValueError`).
 
     Args:
       vocab_file: path of a vocab.txt (one token per line), or the list of tokens in id order (what
@@ -185,8 +199,9 @@ class BertTokenizer(keras.layers.Layer):
         # Pure-ASCII strings (most text) take a short path of whole-string ops; the others the general one.
         is_ascii = tf.strings.regex_full_match(strings, _ASCII_ONLY)
         ascii_rows, other_rows = tf.where(is_ascii)[:, 0], tf.where(~is_ascii)[:, 0]
-        ids = tf.concat([self._tokenize_ascii(tf.gather(strings, ascii_rows)),
-                         self._tokenize_unicode(tf.gather(strings, other_rows))], axis=0)
+        others = check_utf8(tf.gather(strings, other_rows), "the input of BertTokenizer", rows=other_rows)
+        ids = tf.concat([self._tokenize_ascii(tf.gather(strings, ascii_rows)), self._tokenize_unicode(others)],
+                        axis=0)
         return tf.gather(ids, tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0)))
 
     def _tokenize_ascii(self, strings):

@@ -2,6 +2,7 @@
 and the packer work in tf.data, in Keras models and in a SavedModel loaded by another process."""
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -72,10 +73,17 @@ def test_scalar_input_and_dtypes(tokenizers):
     assert batch.row_lengths().numpy().tolist() == [2, 0, 1]
 
 
-def test_invalid_utf8_input_raises(tokenizers):
+def test_invalid_utf8_input_raises_naming_the_rows(tokenizers):
+    """The error names the input, invalid UTF-8 and the rows of the batch, eagerly and in a graph (it used to
+    be unicode_decode's "Invalid formatting on input string")."""
     _, graph = tokenizers(CONFIGS[0])
-    with pytest.raises(tf.errors.InvalidArgumentError):
-        graph(tf.constant([b"fine", b"ab\xffcd"]))
+    batch = tf.constant([b"fine", "caf\u00e9".encode(), b"ab\xffcd", b"ok", b"caf\xe9"])
+    for tokenize in (graph.tokenize, tf.function(graph.tokenize)):
+        with pytest.raises(tf.errors.InvalidArgumentError) as raised:
+            tokenize(batch)
+        message = " ".join(raised.value.message.split())
+        assert "the input of BertTokenizer is not valid UTF-8 at rows" in message, message
+        assert re.search(r"\b2,? 4\b.*counted from 0", message), message
 
 
 def test_vocab_errors_and_token_ids(tokenizers):

@@ -61,7 +61,7 @@ from bert_tf.feature_schema import (
     POOLED_OUTPUT,
     SEQUENCE_OUTPUT,
 )
-from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer, truncate_text
+from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer, check_utf8, truncate_text
 from bert_tf.modeling.tasks.embedder import EMBEDDINGS, BertSentenceEmbedder
 
 TEXT_A, TEXT_B = "text_a", "text_b"
@@ -123,15 +123,6 @@ class PretrainerAdapter(ServingAdapter):
 
 # ----------------------------------------------------------------------------------------- input checks
 
-def _check_utf8(name, strings):
-    """strings tf.string [B] -> the same strings, after an assertion that each one is valid UTF-8."""
-    valid = tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="replace") == strings
-    check = tf.debugging.Assert(tf.reduce_all(valid),
-                                [f"{name} is not valid UTF-8 at rows", tf.where(~valid)[:, 0]], summarize=20)
-    with tf.control_dependencies([check]):
-        return tf.identity(strings)
-
-
 def _check_inputs(inputs, config, seq_length=None):
     """Asserts that the int32 [B, T] model inputs have one shape and are in range: T <= seq_length (the
     export's limit; None: the config's max_position_embeddings), ids < vocab_size, mask 0/1, segment ids
@@ -185,7 +176,7 @@ class TextPreprocessor(tf.Module):
 
     def tokenize(self, name, strings):
         """tf.string [B] (checked to be UTF-8, `name` is in the error) -> int32 RaggedTensor [B, (tokens)]."""
-        return self.tokenizer.tokenize(_check_utf8(name, strings))
+        return self.tokenizer.tokenize(check_utf8(strings, name))
 
     def _tokenize_for_packing(self, name, strings):
         """`tokenize` of the strings cut to what packing can read (`truncate_text`: the work and memory of a
