@@ -2,6 +2,8 @@
 (exit 1), with the traceback on request; a bug keeps its traceback; a run that ends well logs a summary."""
 
 import os
+import re
+import signal
 import subprocess
 import sys
 
@@ -91,3 +93,84 @@ def test_summary_names_what_the_run_wrote_and_its_headline_metrics(tmp_path):
                           capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 1 and "Done in" not in done.stderr and "Error: bad data" in done.stderr
     assert (tmp_path / "new" / "eval_results.txt").exists()  # a folder with a file in it stays
+
+
+def test_help_exits_0_and_a_bad_flag_1(tmp_path):
+    """absl's help flags exit with status 1; a command asked for its help exits with 0 (a flag error stays 1)."""
+    for help_flag in ("--help", "-?", "--helpshort", "--helpfull"):
+        done = subprocess.run([sys.executable, "-c", SUMMARY_SCRIPT, help_flag], capture_output=True, text=True,
+                              cwd=ROOT)
+        assert done.returncode == 0 and "--output_dir" in done.stdout, (help_flag, done.returncode, done.stderr)
+    done = subprocess.run([sys.executable, "-c", SUMMARY_SCRIPT, "--no_such_flag=1", "--help"], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert done.returncode == 0  # absl shows the help as soon as it meets --help: the user gets what they asked
+    done = subprocess.run([sys.executable, "-c", SUMMARY_SCRIPT, f"--output_dir={tmp_path}", "--no_such_flag=1"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1 and "FATAL Flags parsing error" in done.stderr
+
+
+# What TensorFlow 2.21 writes to stderr before TF_CPP_MIN_LOG_LEVEL applies (recorded on a CPU machine), and
+# lines of the same window that must pass: other errors, a fatal check, a warning, Python's output.
+STARTUP_LINES = """\
+WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
+I0000 00:00:1796439267.034174   30658 port.cc:153] oneDNN custom operations are on. You may see slightly different \
+numerical results due to floating-point round-off errors from different computation orders. To turn them off, set \
+the environment variable `TF_ENABLE_ONEDNN_OPTS=0`.
+I0000 00:00:1796439267.034454   30658 cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU will not \
+be used.
+E0000 00:00:1796439280.077629   31187 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: Failed call \
+to cuInit: UNKNOWN ERROR (303)
+"""
+KEPT_LINES = """\
+W0000 00:00:1796439280.1   31187 op_kernel.cc:1857] OP_REQUIRES failed at save_restore_v2_ops.cc:109 : \
+NOT_FOUND: /x; No such file or directory
+E0000 00:00:1796439280.2   31187 cuda_dnn.cc:8579] Unable to register cuDNN factory
+F0000 00:00:1796439280.3   31187 session.cc:12] Check failed: ok
+Traceback (most recent call last):
+  File "<string>", line 1, in <module>
+"""
+TF_LINE = re.compile(r"^([IWEF][0-9]{4} [0-9:.]+ +[0-9]+ [\w.-]+:[0-9]+\] |WARNING: All log messages before absl)")
+
+
+def filtered(text, level):
+    from bert_tf import cli
+
+    return subprocess.run([sys.executable, "-I", "-S", "-c", cli.STARTUP_FILTER, str(level)], input=text,
+                          capture_output=True, text=True, check=True).stdout
+
+
+def test_the_startup_filter_drops_only_tensorflows_startup_lines():
+    assert filtered(STARTUP_LINES + KEPT_LINES, 1) == KEPT_LINES
+    assert filtered(STARTUP_LINES + KEPT_LINES, 2) == KEPT_LINES.split("\n", 1)[1]  # level 2: no warnings
+    cuinit = STARTUP_LINES.splitlines(keepends=True)[3]
+    assert filtered(cuinit, 1) == cuinit  # a driver that is there and fails is a real error
+
+
+def test_a_command_starts_without_tensorflows_startup_lines():
+    """A command that imports TensorFlow (convert_checkpoint) prints no line of TensorFlow's C++ logging before
+    its help; TF_CPP_MIN_LOG_LEVEL is 1 unless the user set it, and a user's 0 shows every line."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-m", "bert_tf.cli.convert_checkpoint", "--help"], capture_output=True,
+                          text=True, cwd=ROOT, env=env)
+    assert done.returncode == 0 and "--init_checkpoint" in done.stdout, done.stderr[-2000:]
+    assert not [line for line in done.stderr.splitlines() if TF_LINE.match(line)], done.stderr
+    show = "import os, bert_tf.cli; print(os.environ['TF_CPP_MIN_LOG_LEVEL'])"
+    done = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert done.stdout == "1\n", done.stderr
+    done = subprocess.run([sys.executable, "-c", show + "; import tensorflow"], capture_output=True, text=True,
+                          cwd=ROOT, env={**env, "TF_CPP_MIN_LOG_LEVEL": "0"})
+    assert done.stdout == "0\n" and "port.cc" in done.stderr  # oneDNN's start-up line, on x86 CPUs
+
+
+def test_what_dies_while_tensorflow_starts_is_still_shown(tmp_path):
+    """The filter is a process of its own: the last words of a process that aborts inside the filtered window
+    (a stand-in `tensorflow` package that logs and aborts) reach stderr, without the start-up lines."""
+    package = tmp_path / "tensorflow"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import os\n"
+        f"os.write(2, {(STARTUP_LINES + KEPT_LINES).encode()!r})\n"
+        "os.abort()\n")
+    done = subprocess.run([sys.executable, "-c", "import bert_tf.cli, tensorflow"], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}", "TF_CPP_MIN_LOG_LEVEL": "1"})
+    assert done.returncode == -signal.SIGABRT and done.stderr == KEPT_LINES, done.stderr

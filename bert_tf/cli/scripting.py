@@ -62,7 +62,35 @@ def run(main, lock_output=True):
             sys.exit(1)
 
     _show_key_flags_in_help(main)
+    _help_exits_0()
     app.run(guarded)
+
+
+HELP_FLAGS = ("help", "helpshort", "helpfull", "helpxml")
+
+
+class _ExitsZero:
+    """Mixin of absl's help flags: they print the help, then exit with status 1 (absl's "main did not run");
+    a command asked for its help has done what it was asked, so here they exit with 0."""
+
+    def parse(self, argument):
+        try:
+            super().parse(argument)
+        except SystemExit as done:
+            raise SystemExit(0 if done.code == 1 else done.code) from None
+
+
+def _help_exits_0():
+    """Replaces absl's --help, -?, --helpshort, --helpfull and --helpxml by the same flags exiting with 0."""
+    app.define_help_flags()
+    for name in HELP_FLAGS:
+        flag = flags.FLAGS[name]
+        if isinstance(flag, _ExitsZero):
+            continue
+        for registered in (name, flag.short_name):
+            if registered:
+                delattr(flags.FLAGS, registered)
+        flags.DEFINE_flag(type(type(flag).__name__, (_ExitsZero, type(flag)), {})(), module_name=app.__name__)
 
 
 def _show_key_flags_in_help(main):
