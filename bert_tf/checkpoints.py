@@ -108,18 +108,34 @@ def open_checkpoint(path):
         raise ValueError(f"{path}: pickled PyTorch weights are refused (unpickling runs arbitrary code); "
                          "convert them to model.safetensors (e.g. `safetensors.torch.save_file`) and pass that")
     if keras_hub.is_preset(path):
-        return keras_hub.read_preset(path)
+        return _with_companions(keras_hub.read_preset(path))
     files = safetensors_files(path)
     if files:
-        return read_huggingface(files, path)
+        return _with_companions(read_huggingface(files, path))
     prefix = _tf_checkpoint_prefix(path)
     if prefix:
-        return _read_tf_checkpoint(prefix)
+        return _with_companions(_read_tf_checkpoint(prefix))
     if not os.path.exists(path) and not glob.glob(path + ".*"):
         raise ValueError(f"{path}: checkpoint not found")
     raise ValueError(f"{path}: not a BERT checkpoint; expected a Google TF1 checkpoint prefix "
                      "(bert_model.ckpt), a bert_tf checkpoint, a HuggingFace directory / model.safetensors, or a "
                      "KerasHub preset directory")
+
+
+def _with_companions(source):
+    """`source` with what lies in its folder: the labels.txt a fine-tuning run (or a converter) wrote, when
+    the format has no labels of its own, and the vocab.txt (a KerasHub preset's vocabulary file)."""
+    if source.labels is None:
+        source.labels = run_directory.read_labels(source.folder)
+    source.vocab_file = next((os.path.join(source.folder, name) for name in ("vocab.txt", keras_hub.VOCABULARY_FILE)
+                              if os.path.isfile(os.path.join(source.folder, name))), None)
+    return source
+
+
+def opened(checkpoint):
+    """`checkpoint` when it is an opened CheckpointSource, else `open_checkpoint(checkpoint)`: the functions
+    that read a checkpoint take either, so a command opens its checkpoint once."""
+    return checkpoint if isinstance(checkpoint, CheckpointSource) else open_checkpoint(checkpoint)
 
 
 # ------------------------------------------------------------------------------------------------ loading
@@ -145,14 +161,15 @@ def checkpoint_dimensions(source):
 
 def check_fits(config, path, config_name="the config"):
     """Before any model is built: ValueError naming the first (up to 3) fields of `config` (a BertConfig,
-    called `config_name` in the message) that the checkpoint at `path` contradicts, or a checkpoint that
-    cannot be opened (`open_checkpoint`'s errors). Reads only the checkpoint's index / header."""
-    found = checkpoint_dimensions(open_checkpoint(path))
+    called `config_name` in the message) that the checkpoint at `path` (or opened `source`) contradicts, or a
+    checkpoint that cannot be opened (`open_checkpoint`'s errors). Reads only the checkpoint's index / header."""
+    source = opened(path)
+    found = checkpoint_dimensions(source)
     differences = [f"{field} {value} (checkpoint) vs {getattr(config, field)}" for field, value in found.items()
                    if getattr(config, field) != value]
     if differences:
         more = f" and {len(differences) - 3} more" if len(differences) > 3 else ""
-        raise ValueError(f"{path} does not fit {config_name}: " + ", ".join(differences[:3]) + more)
+        raise ValueError(f"{source.path} does not fit {config_name}: " + ", ".join(differences[:3]) + more)
 
 
 @dataclasses.dataclass
@@ -187,7 +204,8 @@ def _optional(name):
 
 
 def load_checkpoint(model, path):
-    """Loads any accepted checkpoint into `model` (a BertEncoder or a model with `checkpoint_variables()`).
+    """Loads any accepted checkpoint (a path, or one opened by `open_checkpoint`) into `model` (a BertEncoder
+    or a model with `checkpoint_variables()`).
 
     Every checkpoint tensor is mapped into a model variable or ignored with a reason: optimizer state;
     tensors outside `bert/` that this model has no variable for (e.g. pretraining heads when loading into
@@ -195,7 +213,7 @@ def load_checkpoint(model, path):
     (b) shape mismatches, (c) encoder variables absent from the checkpoint (except the pooler, which is
     reported as missing). Returns a LoadReport and logs it.
     """
-    source = open_checkpoint(path)
+    source = opened(path)
     targets = model.checkpoint_variables()
     ignored = dict(source.ignored)
     leftovers, mismatched, mapped = [], [], []

@@ -1,3 +1,4 @@
+import ast
 import os
 import subprocess
 import sys
@@ -191,3 +192,42 @@ def test_convert_script_refuses_a_vocab_of_another_size(tmp_path, minilm_dir, ou
         f"Error: {vocab} has 35522 tokens but the config says vocab_size=30522; use the vocab.txt that belongs to "
         "this checkpoint"], result.stderr[-3000:]
     assert sorted(os.listdir(tmp_path)) == ["vocab.txt"]
+
+
+COUNTING_RUNNER = """
+import sys
+from absl import flags
+from bert_tf import checkpoints
+
+opened = []
+open_checkpoint = checkpoints.open_checkpoint
+
+def counting(path):
+    opened.append(str(path))
+    return open_checkpoint(path)
+
+checkpoints.open_checkpoint = counting
+module = __import__("bert_tf.cli." + sys.argv[1], fromlist=["main"])
+flags.FLAGS([sys.argv[1]] + sys.argv[2:])
+module.main([])
+print("OPENED", opened)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.parametrize("command", ["convert_checkpoint", "export_model"])
+def test_a_command_opens_its_checkpoint_once(command, minilm_dir, tmp_path):
+    """The config, the checks (shapes, vocab), the labels and the weights all come from one opened checkpoint
+    (export_model.py used to open it four times, convert_checkpoint.py three)."""
+    out = {"convert_checkpoint": "--output_dir", "export_model": "--export_dir"}[command]
+    args = [f"--init_checkpoint={minilm_dir}", f"{out}={tmp_path / 'out'}"]
+    if command == "export_model":
+        args += [f"--vocab_file={minilm_dir}/vocab.txt", "--max_seq_length=16"]
+    done = subprocess.run([sys.executable, "-c", COUNTING_RUNNER, command, *args], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    opened = ast.literal_eval(done.stdout.strip().splitlines()[-1].removeprefix("OPENED "))
+    assert opened.count(str(minilm_dir)) == 1
+    # Any other is what the command wrote (convert_checkpoint checks that an encoder loads from its output).
+    assert all(path.startswith(str(tmp_path / "out")) for path in opened if path != str(minilm_dir))

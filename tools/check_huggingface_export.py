@@ -25,7 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bert_tf import BertConfig, FullTokenizer, atomic_io  # noqa: E402
-from bert_tf.export.model_types import build_model, saved_labels  # noqa: E402
+from bert_tf.checkpoints import open_checkpoint  # noqa: E402
+from bert_tf.export.model_types import build_model  # noqa: E402
 from bert_tf.formats.convert import convert  # noqa: E402
 from tools import pypi_data  # noqa: E402
 
@@ -60,8 +61,9 @@ def features(tokenizer, texts):
 
 def bert_tf_outputs(model_type, checkpoint, config, inputs):
     """The float32 outputs of bert_tf's model, under HF's output names."""
-    labels = saved_labels(checkpoint) if model_type != "encoder" else None
-    model, _ = build_model(model_type, config, checkpoint, label_list=labels)
+    source = open_checkpoint(checkpoint)
+    labels = source.labels if model_type != "encoder" else None
+    model, _ = build_model(model_type, config, source, label_list=labels)
     feed = {"input_ids": inputs["input_ids"], "input_mask": inputs["attention_mask"],
             "segment_ids": inputs["token_type_ids"]}
     if model_type == "encoder":

@@ -51,16 +51,17 @@ def main(_):
     from bert_tf.tokenization import FullTokenizer
 
     options = embedder_options(FLAGS.init_checkpoint, FLAGS.pooling, FLAGS.normalize, FLAGS.max_seq_length)
-    config = read_config(FLAGS.bert_config_file, FLAGS.init_checkpoint)
+    source = model_flags.init_checkpoint()  # opened once: the config, the checks and the weights come from it
+    config = read_config(FLAGS.bert_config_file, source)
     model_flags.check_init_checkpoint(config)
-    vocab_file = FLAGS.vocab_file or model_flags.beside_init_checkpoint("vocab.txt")
+    vocab_file = FLAGS.vocab_file or source.vocab_file
     if not vocab_file:
         raise ValueError(f"--init_checkpoint={FLAGS.init_checkpoint}: no vocab.txt in or beside it; pass --vocab_file")
     tokenizer = FullTokenizer(vocab_file, do_lower_case=FLAGS.do_lower_case)
     config.check_vocab_size(len(tokenizer.vocab), vocab_file)
     texts = embedding.read_texts(FLAGS.input_file)
     embedder = BertSentenceEmbedder(config, options["pooling"], options["normalize"])
-    load_checkpoint(embedder, FLAGS.init_checkpoint)
+    load_checkpoint(embedder, source)
     logging.info("Embedding %d texts: %s pooling%s, max_seq_length %d", len(texts), options["pooling"],
                  ", normalized" if options["normalize"] else "", options["max_seq_length"])
     encoder = embedding.SentenceEncoder(embedder, tokenizer, options["max_seq_length"])

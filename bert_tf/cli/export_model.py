@@ -86,13 +86,16 @@ def main(_):
         if FLAGS[name].present and FLAGS.model_type not in types:
             raise ValueError(f"--{name} is for --model_type={' or '.join(types)}, not {FLAGS.model_type}")
     flag_checks.check_max_seq_length(segments=1)  # what serve_text packs
-    config = model_types.read_config(FLAGS.bert_config_file, FLAGS.init_checkpoint)
+    source = model_flags.init_checkpoint()  # opened once: the config, the checks, labels and weights come from it
+    config = model_types.read_config(FLAGS.bert_config_file, source)
     config.check_seq_length(FLAGS.max_seq_length)
     config.check_vocab_size(len(load_vocab(FLAGS.vocab_file)), FLAGS.vocab_file)
     model_flags.check_init_checkpoint(config)
     label_list = FLAGS.label_list
     if label_list is None and FLAGS.model_type in model_types.TASK_OPTIONS["label_list"]:
-        label_list = model_types.saved_labels(FLAGS.init_checkpoint)
+        label_list = source.labels
+        if label_list is not None:
+            logging.info("Labels of %s: %s", source.path, ", ".join(label_list))
     quantize = None if FLAGS.quantize == "none" else FLAGS.quantize
     embedder_options = None
     if FLAGS.model_type == "embedder":
@@ -100,7 +103,7 @@ def main(_):
 
         embedder_options = resolve(FLAGS.init_checkpoint, FLAGS.pooling, FLAGS.normalize)
     model, adapter = model_types.build_model(
-        FLAGS.model_type, config, FLAGS.init_checkpoint, label_list, FLAGS.max_answer_length, FLAGS.export_dtype,
+        FLAGS.model_type, config, source, label_list, FLAGS.max_answer_length, FLAGS.export_dtype,
         quantize if FLAGS.export_format == "serving" else None,  # LiteRT quantizes in its converter
         embedder_options)
     if FLAGS.export_format == "hub":

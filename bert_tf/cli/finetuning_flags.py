@@ -146,7 +146,7 @@ def create_finetuner(strategy, model_fn):
     tuner = FineTuner(strategy, model_fn, options, FLAGS.output_dir)
     trained = None if FLAGS.do_train else run_directory.newest_export(FLAGS.output_dir)
     if trained or FLAGS.init_checkpoint:
-        report = tuner.load(trained or FLAGS.init_checkpoint)
+        report = tuner.load(trained or model_flags.init_checkpoint())
         check_head(report, tuner.model)
         untrained = [name for name in report.missing if not name.startswith("bert/")]
         if untrained and not FLAGS.do_train:

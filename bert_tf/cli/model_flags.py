@@ -8,11 +8,13 @@ Each script defines the ones it reads, with one meaning and one help text everyw
 and defaults); a script marks them required itself when it has no default for them.
 """
 
+import functools
 import os
 
 from absl import flags
 
 from bert_tf import configs
+from bert_tf.formats.source import checkpoint_folder
 
 FLAGS = flags.FLAGS
 
@@ -64,18 +66,29 @@ def define(*names):
 
 
 def init_checkpoint_folder():
-    """The folder of --init_checkpoint (the flag itself when it names a folder), or None without the flag."""
+    """The folder of --init_checkpoint (`formats.source.checkpoint_folder`), or None without the flag."""
     path = FLAGS.init_checkpoint if "init_checkpoint" in FLAGS else None
-    if not path:
-        return None
-    return path if os.path.isdir(path) else os.path.dirname(path)
+    return checkpoint_folder(path) if path else None
 
 
 def beside_init_checkpoint(*names):
-    """The first of `names` (paths relative to --init_checkpoint's directory, or to the folder it is in) that
-    is a file there, or None: the config, vocab.txt, ... that came with the checkpoint."""
+    """The first of `names` (paths relative to --init_checkpoint's folder) that is a file there, or None: the
+    config that came with the checkpoint."""
     directory = init_checkpoint_folder()
     return next((os.path.join(directory, n) for n in names if os.path.isfile(os.path.join(directory, n))), None)
+
+
+@functools.lru_cache(maxsize=None)
+def _open(path):
+    from bert_tf import checkpoints  # TensorFlow: not for the commands that never start it
+
+    return checkpoints.open_checkpoint(path)
+
+
+def init_checkpoint():
+    """--init_checkpoint opened (`checkpoints.open_checkpoint`), once per command however often it is asked
+    for; None without the flag."""
+    return _open(FLAGS.init_checkpoint) if FLAGS.init_checkpoint else None
 
 
 def check_init_checkpoint(config):
@@ -85,5 +98,5 @@ def check_init_checkpoint(config):
 
     if FLAGS.init_checkpoint:
         config_file = FLAGS["bert_config_file"].value
-        checkpoints.check_fits(config, FLAGS.init_checkpoint,
+        checkpoints.check_fits(config, init_checkpoint(),
                                f"--bert_config_file={config_file}" if config_file else "its config")

@@ -158,7 +158,7 @@ def main(_):
         model = BertPretrainer(config, objective)
         model.build()
         if FLAGS.init_checkpoint:
-            load_checkpoint(model, FLAGS.init_checkpoint)
+            load_checkpoint(model, model_flags.init_checkpoint())
         optimizer = optimization.create_optimizer(
             FLAGS.optimizer, FLAGS.learning_rate, FLAGS.num_train_steps, FLAGS.num_warmup_steps,
             decay_power=FLAGS.lr_decay_power, loss_scaling=policy == "mixed_float16")

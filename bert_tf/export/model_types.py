@@ -6,14 +6,13 @@ built with every weight loaded (the check that none it serves is random), in the
 """
 
 import contextlib
-import os
 import time
 
 import keras
 from absl import logging
 
-from bert_tf import model_types, run_directory
-from bert_tf.checkpoints import load_checkpoint, open_checkpoint
+from bert_tf import model_types
+from bert_tf.checkpoints import load_checkpoint, opened
 from bert_tf.config import BertConfig
 from bert_tf.modeling.layers.dense import BertDense
 
@@ -56,7 +55,8 @@ def quantize_int8(model):
 def build_model(model_type, config, checkpoint, label_list=None, max_answer_length=30, dtype="float32",
                 quantize=None, embedder_options=None):
     """The Keras model and its serving adapter for `model_type` (a registered type with a serving adapter),
-    with every weight loaded from `checkpoint` (any --init_checkpoint format).
+    with every weight loaded from `checkpoint` (any --init_checkpoint format: a path, or one opened once by
+    `checkpoints.open_checkpoint`).
 
     label_list: the label names (classifier, ner; None for a regression classifier).
     max_answer_length: squad's longest answer span, in word pieces.
@@ -91,34 +91,24 @@ def build_model(model_type, config, checkpoint, label_list=None, max_answer_leng
 def _build(model_type, config, checkpoint, label_list, max_answer_length, embedder_options):
     """build_model under the caller's dtype policy: (model with its weights loaded, adapter), as the registry
     (`bert_tf.model_types`) builds and serves `model_type`."""
-    kind, source = model_types.get(model_type), open_checkpoint(checkpoint)
+    kind, source = model_types.get(model_type), opened(checkpoint)
     options = {"label_list": label_list, "max_answer_length": max_answer_length, **embedder_options}
     model = kind.build(config, source, options)
     adapter = kind.adapter(model, options)
-    report = load_checkpoint(model, checkpoint)
+    report = load_checkpoint(model, source)
     missing = [name for name in report.missing if not name.startswith(kind.unused_variables(source))]
     if missing:
-        raise ValueError(f"{checkpoint} lacks {len(missing)} variable(s) of the {model_type} model "
+        raise ValueError(f"{source.path} lacks {len(missing)} variable(s) of the {model_type} model "
                          f"({', '.join(missing[:5])}); the export would serve random weights")
     return model, adapter
 
 
-def saved_labels(checkpoint):
-    """The labels.txt that run_classifier.py / run_ner.py wrote beside `checkpoint` (a fine-tuning output
-    dir or a model.ckpt-N in one), or None."""
-    directory = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
-    labels = run_directory.read_labels(directory)
-    if labels is not None:
-        logging.info("Labels from %s: %s", os.path.join(directory, run_directory.LABELS_FILE), ", ".join(labels))
-    return labels
-
-
 def read_config(config_file, checkpoint):
     """BertConfig of `config_file` if given, else the config embedded in (or beside, for HuggingFace)
-    `checkpoint`; ValueError when it has none."""
+    `checkpoint` (a path or an opened CheckpointSource); ValueError when it has none."""
     if config_file:
         return BertConfig.from_json_file(config_file)
-    source = open_checkpoint(checkpoint)
+    source = opened(checkpoint)
     if source.config is None:
         raise ValueError(f"{source.path} ({source.format} checkpoint) carries no config: pass --bert_config_file")
     return BertConfig.from_dict(source.config, source=source.path)

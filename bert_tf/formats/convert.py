@@ -11,7 +11,7 @@ import os
 from absl import logging
 
 from bert_tf import atomic_io, model_types, run_directory
-from bert_tf.checkpoints import check_fits, load_checkpoint, open_checkpoint, save_checkpoint
+from bert_tf.checkpoints import check_fits, load_checkpoint, opened, save_checkpoint
 from bert_tf.formats import huggingface, keras_hub
 from bert_tf.modeling.checkpoint_names import OUTPUT_WEIGHTS
 from bert_tf.tokenization import load_vocab
@@ -27,15 +27,6 @@ def _hint(source):
     if source.format == keras_hub.KERAS_HUB and OUTPUT_WEIGHTS in source.shapes:
         return model_types.CLASSIFIER  # read_preset reads no other task's head than a BertTextClassifier's
     return None
-
-
-def source_labels(source):
-    """The label names of `source` (a HF id2label, a labels.txt in a preset or beside a fine-tuning
-    checkpoint), or None."""
-    if source.labels is not None:
-        return source.labels
-    path = source.path
-    return run_directory.read_labels(path if os.path.isdir(path) else os.path.dirname(path))
 
 
 def _write_bert_tf(weights, config, directory, vocab_file, labels):
@@ -56,8 +47,9 @@ def _write_bert_tf(weights, config, directory, vocab_file, labels):
 
 
 def convert(path, output_dir, output_format, config, model_type=None, vocab_file=None, do_lower_case=True):
-    """Converts the checkpoint at `path` (any `open_checkpoint` format) into `output_dir` in `output_format`
-    (one of OUTPUT_FORMATS) and returns (model type, what was written: a class name or "bert_tf checkpoint").
+    """Converts the checkpoint at `path` (any `open_checkpoint` format, or an opened CheckpointSource) into
+    `output_dir` in `output_format` (one of OUTPUT_FORMATS) and returns (model type, what was written: a class
+    name or "bert_tf checkpoint").
 
     config: the model's BertConfig. model_type: one of `model_types.convertible()`, or None to infer it from the
       checkpoint's heads (`model_types.infer`). vocab_file: the vocab.txt (required for the
@@ -71,8 +63,8 @@ def convert(path, output_dir, output_format, config, model_type=None, vocab_file
     if output_format != BERT_TF and not vocab_file:
         raise ValueError(f"a {output_format} model needs the tokenizer's vocab.txt: pass --vocab_file")
     atomic_io.check_new_directory(output_dir)  # before any weight is read
-    check_fits(config, path)
-    source = open_checkpoint(path)
+    source = opened(path)
+    check_fits(config, source)
     if source.head is not None and model_type != model_types.ENCODER:
         raise ValueError(f"{source.path} has a {source.head['task_head']} task head ({source.head}), which only "
                          "bert_tf has: pass --model_type=encoder to convert its encoder alone")
@@ -84,7 +76,7 @@ def convert(path, output_dir, output_format, config, model_type=None, vocab_file
     if dropped:
         logging.info("Not part of a %s model, not converted: %s", model_type, ", ".join(dropped))
     weights = {name: source.read(name) for name in names}
-    labels = source_labels(source) if "label_list" in model_types.get(model_type).options else None
+    labels = source.labels if "label_list" in model_types.get(model_type).options else None
     if labels is not None and len(labels) != source.shapes[OUTPUT_WEIGHTS][0]:
         raise ValueError(f"{len(labels)} labels ({', '.join(labels[:5])}) for the head of {source.path}, which has "
                          f"{source.shapes[OUTPUT_WEIGHTS][0]} outputs")

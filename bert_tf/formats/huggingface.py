@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from bert_tf import atomic_io, model_types
-from bert_tf.formats.source import CheckpointSource
+from bert_tf.formats.source import CheckpointSource, checkpoint_folder
 from bert_tf.modeling.checkpoint_names import NEXT_SENTENCE_SCOPE, OUTPUT_BIAS, OUTPUT_WEIGHTS, SQUAD_SCOPE
 
 HUGGINGFACE = "huggingface"
@@ -159,7 +159,7 @@ def read_huggingface(files, path):
         return np.ascontiguousarray(value.T) if transpose else value
 
     config = None
-    config_file = os.path.join(path if os.path.isdir(path) else os.path.dirname(path), "config.json")
+    config_file = os.path.join(checkpoint_folder(path), "config.json")
     if os.path.isfile(config_file):
         with open(config_file, encoding="utf-8") as f:
             config = json.load(f)

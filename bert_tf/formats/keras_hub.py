@@ -183,9 +183,7 @@ def read_preset(path):
 
     logging.info("%s: KerasHub preset read with hidden_act=gelu_tanh (KerasHub's BertBackbone computes the tanh "
                  "approximation of GELU)", path)
-    from bert_tf import run_directory  # imported here: it starts TensorFlow, which google_config never needs
-
-    return CheckpointSource(path, KERAS_HUB, shapes, read, {}, config, run_directory.read_labels(path))
+    return CheckpointSource(path, KERAS_HUB, shapes, read, {}, config)  # labels.txt: open_checkpoint reads it
 
 
 def _keras_object(module, class_name, config):
