@@ -1,9 +1,11 @@
-"""Shared fixtures: the repository root on sys.path (for tools/), the real MiniLM checkpoint, the tiny config,
-and the data and model directories that several test modules use. Shared helper functions and constants are
-in tests/helpers/."""
+"""Shared fixtures: the repository root on sys.path (for tools/), the session's temporary folder, the real MiniLM
+checkpoint, the tiny config, and the data and model directories that several test modules use. Shared helper
+functions and constants are in tests/helpers/."""
 
 import os
+import shutil
 import sys
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -14,6 +16,24 @@ import pytest
 from bert_tf.tokenization import FullTokenizer
 from tests.helpers import configs
 from tools import pypi_data
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_tmpdir(tmp_path_factory):
+    """TMPDIR (and tempfile's folder) of this test process and of the processes it starts: a folder of pytest's
+    basetemp, removed at the end. TensorFlow writes an __autograph_generated_file*.py into it for each function
+    it converts and removes them only when a process exits normally, so killed processes used to leave them in
+    /tmp by the hundred; pytest.ini's retention removes whatever else the basetemp holds."""
+    folder = str(tmp_path_factory.mktemp("tmp"))
+    saved = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = folder, folder
+    yield folder
+    if saved[0] is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved[0]
+    tempfile.tempdir = saved[1]
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
