@@ -521,9 +521,9 @@ def test_versions_and_atomic_writes(tmp_path):
 @pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.extended
-def test_export_model_script_errors(minilm_dir):
+def test_export_model_script_errors(minilm_dir, tmp_path):
     common = [f"--bert_config_file={minilm_dir}/config.json", f"--vocab_file={minilm_dir}/vocab.txt",
-              f"--init_checkpoint={minilm_dir}", "--export_dir=/nonexistent/never_written"]
+              f"--init_checkpoint={minilm_dir}"]
     cases = {
         "--model_type=classifier": "has no output_weights: not a fine-tuned classifier checkpoint (pass a "
                                    "fine-tuning --output_dir",
@@ -534,11 +534,14 @@ def test_export_model_script_errors(minilm_dir):
         "--export_format=tflite --export_dtype=bfloat16": "--export_format=tflite has no bfloat16 export",
         "--tflite_inputs=ids": "--tflite_inputs is for --export_format=tflite, not serving",
     }
-    scripts = {flags: export_script(*flags.split(), *common) for flags in cases}
+    # One export folder each: the cases run at once, and a command holds its folder's lock.
+    scripts = {flags: export_script(*flags.split(), *common, f"--export_dir={tmp_path / f'never_written_{i}'}")
+               for i, flags in enumerate(cases)}
     for flags, script in scripts.items():
         output = script.communicate(timeout=300)[0]
         assert script.returncode == 1, output[-2000:]
         assert "Error: " in output and cases[flags] in output, output[-2000:]
+    assert os.listdir(tmp_path) == []  # a failed export leaves no folder
 
 
 @pytest.mark.subprocess

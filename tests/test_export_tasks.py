@@ -333,9 +333,8 @@ def test_saved_model_cli_lists_the_task_signatures(finetuned):
 
 
 @pytest.mark.extended
-def test_export_model_task_errors(finetuned):
-    common = [f"--vocab_file={finetuned}/vocab.txt", f"--max_seq_length={SEQ_LENGTH}",
-              "--export_dir=/nonexistent/never_written"]
+def test_export_model_task_errors(finetuned, tmp_path):
+    common = [f"--vocab_file={finetuned}/vocab.txt", f"--max_seq_length={SEQ_LENGTH}"]
     cases = {
         f"--model_type=classifier --init_checkpoint={finetuned}/classifier":
             "--label_list: bert_classifier has 3 outputs: it needs 3 label names in label-id order, got none",
@@ -346,8 +345,11 @@ def test_export_model_task_errors(finetuned):
         f"--model_type=squad --init_checkpoint={finetuned}/squad_no_config":
             "(native checkpoint) carries no config: pass --bert_config_file",
     }
-    scripts = {flags: export_script(*flags.split(), *common) for flags in cases}
+    # One export folder each: the cases run at once, and a command holds its folder's lock.
+    scripts = {flags: export_script(*flags.split(), *common, f"--export_dir={tmp_path / f'never_written_{i}'}")
+               for i, flags in enumerate(cases)}
     for flags, script in scripts.items():
         output = script.communicate(timeout=300)[0]
         assert script.returncode == 1, output[-2000:]
         assert "Error: " in output and cases[flags] in output, output[-2000:]
+    assert os.listdir(tmp_path) == []  # a failed export leaves no folder
