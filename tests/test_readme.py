@@ -277,7 +277,9 @@ def readme_world(tmp_path_factory):
             (world / folder / f"speech{index}.txt").write_text(text, encoding="utf-8")
     path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])  # bert-tf-* commands
     environment = {**os.environ, "BERT_DIR": str(bert), "BERT_BASE_DIR": str(bert), "GLUE_DIR": str(world / "glue"),
-                   "SQUAD_DIR": str(world / "squad"), "TF_CPP_MIN_LOG_LEVEL": "3", "PATH": path}
+                   "SQUAD_DIR": str(world / "squad"), "TF_CPP_MIN_LOG_LEVEL": "3", "PATH": path,
+                   # `python -m tools.<name>` as from the checkout's root, which the README's commands assume
+                   "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)}
     return world, environment
 
 
