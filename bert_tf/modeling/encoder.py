@@ -52,13 +52,17 @@ class BertEncoder(keras.Model):
             config = BertConfig.from_dict(config)
         self.config = config
         self.embeddings = BertEmbeddings(
-            config.vocab_size, config.hidden_size, config.max_position_embeddings, config.type_vocab_size,
-            config.initializer_range, config.hidden_dropout_prob, config.layer_norm_eps, name="embeddings")
+            vocab_size=config.vocab_size, hidden_size=config.hidden_size,
+            max_position_embeddings=config.max_position_embeddings, type_vocab_size=config.type_vocab_size,
+            initializer_range=config.initializer_range, dropout_rate=config.hidden_dropout_prob,
+            layer_norm_eps=config.layer_norm_eps, name="embeddings")
         self.transformer_layers = [
             BertTransformerLayer(
-                config.hidden_size, config.num_attention_heads, config.intermediate_size, config.hidden_act,
-                config.initializer_range, config.hidden_dropout_prob, config.attention_probs_dropout_prob,
-                config.layer_norm_eps, config.causal_attention, name=f"layer_{i}")
+                hidden_size=config.hidden_size, num_attention_heads=config.num_attention_heads,
+                intermediate_size=config.intermediate_size, hidden_act=config.hidden_act,
+                initializer_range=config.initializer_range, hidden_dropout_prob=config.hidden_dropout_prob,
+                attention_probs_dropout_prob=config.attention_probs_dropout_prob,
+                layer_norm_eps=config.layer_norm_eps, causal_attention=config.causal_attention, name=f"layer_{i}")
             for i in range(config.num_hidden_layers)]
         self.pooler = BertDense(config.hidden_size, activation="tanh",
                                 initializer_range=config.initializer_range, name="dense")
@@ -96,7 +100,8 @@ class BertEncoder(keras.Model):
         for layer in self.transformer_layers:
             hidden, probs = layer(hidden, input_mask, training=training, packed=packed)
             encoder_outputs.append(packed.unpack(hidden) if packed is not None else hidden)
-            all_probs.append(probs)
+            if output_attention_probs:  # kept only when asked: L x [B, heads, T, T] floats otherwise alive
+                all_probs.append(probs)
         hidden = encoder_outputs[-1]
         outputs = {
             SEQUENCE_OUTPUT: hidden,

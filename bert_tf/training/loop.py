@@ -260,8 +260,7 @@ class Trainer:
         """Chief: model.ckpt-<step> with Google's names, then the `checkpoint` index file naming it, then
         retention (the last MAX_CHECKPOINTS_TO_KEEP)."""
         prefix = run_directory.checkpoint_prefix(model_dir, step)
-        head = self.model.head_options() if hasattr(self.model, "head_options") else None
-        checkpoints.save_checkpoint(self.model, prefix, getattr(self.model, "config", None), head)
+        checkpoints.save_checkpoint(self.model, prefix, self.model.config, self.model.head_options())
         run_directory.write_index(model_dir, step)
         run_directory.retain(model_dir, step)
 

@@ -75,15 +75,17 @@ class BertTransformerLayer(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.causal_attention = causal_attention
         self.self_attention = BertSelfAttention(
-            num_attention_heads, hidden_size, initializer_range, attention_probs_dropout_prob, causal_attention,
-            name="self")
+            num_attention_heads=num_attention_heads, hidden_size=hidden_size, initializer_range=initializer_range,
+            dropout_rate=attention_probs_dropout_prob, causal=causal_attention, name="self")
         self.attention_output = BertResidualOutput(
-            hidden_size, initializer_range, hidden_dropout_prob, layer_norm_eps, name="output")
+            hidden_size=hidden_size, initializer_range=initializer_range, dropout_rate=hidden_dropout_prob,
+            layer_norm_eps=layer_norm_eps, name="output")
         self.intermediate = BertDense(
             intermediate_size, activation=get_activation(hidden_act), initializer_range=initializer_range,
             name="dense")
         self.output_block = BertResidualOutput(
-            hidden_size, initializer_range, hidden_dropout_prob, layer_norm_eps, name="output")
+            hidden_size=hidden_size, initializer_range=initializer_range, dropout_rate=hidden_dropout_prob,
+            layer_norm_eps=layer_norm_eps, name="output")
 
     def build(self, input_shape):
         with keras.name_scope("attention"):

@@ -26,8 +26,21 @@ class ObjectiveModel(keras.Model):
     """Base of every trainable bert_tf model: the objective contract above and the Keras hooks built on it.
 
     Subclasses define `call`, `objective_metrics`, `objective_weights` and `objective`; `objective_features`
-    (x, y) -> features is the hook that lets Keras pass labels as `y`.
+    (x, y) -> features is the hook that lets Keras pass labels as `y`. What the training loop saves a
+    checkpoint from is declared here too: `config` (the BertConfig embedded in the checkpoint),
+    `checkpoint_variables()` and `head_options()`.
     """
+
+    config = None  # the model's BertConfig, set by every subclass
+
+    def checkpoint_variables(self):
+        """{Google checkpoint name: variable} of every weight (what checkpoints save and load)."""
+        raise NotImplementedError
+
+    def head_options(self):
+        """The constructor options that shape a head other than the original linear one (embedded in the
+        checkpoints the loop writes, read back by export_model.py), or None."""
+        return None
 
     def objective_metrics(self):
         """{term: metric names}: what `objective` returns, e.g. {"classification": ("loss", "accuracy")}."""
