@@ -167,7 +167,7 @@ def train(tuner, data, dev_results):
     if FLAGS.early_stopping_patience and not FLAGS.best_metric:
         raise ValueError("--early_stopping_patience needs --best_metric (the dev result to watch)")
     if tuner.is_chief:
-        run_directory.record_settings(FLAGS.output_dir, {name: FLAGS[name].value for name in RESUMED_SETTINGS})
+        run_directory.record_settings(FLAGS.output_dir, training_flags.flag_values(RESUMED_SETTINGS))
     if not FLAGS.best_metric:
         return tuner.train(data)
     best = BestCheckpoint(FLAGS.output_dir, FLAGS.best_metric, FLAGS.early_stopping_patience)

@@ -82,6 +82,11 @@ def write_results(results, name=run_directory.RESULTS_FILE):
     run_directory.write_results(FLAGS.output_dir, results, name)
 
 
+def flag_values(names):
+    """{name: value} of the flags `names` (what `run_directory.record_settings` records)."""
+    return {name: FLAGS[name].value for name in names}
+
+
 def check_resumable(config, setting_names):
     """Before a training run writes anything in --output_dir: ValueError when --output_dir is the folder of
     --init_checkpoint (training would write its checkpoints and `checkpoint` index over the model it starts
@@ -93,7 +98,7 @@ def check_resumable(config, setting_names):
         raise ValueError(f"--output_dir={FLAGS.output_dir} is the folder of --init_checkpoint={FLAGS.init_checkpoint}: "
                          "training would write its checkpoints and `checkpoint` index over the model it starts "
                          "from; choose another --output_dir")
-    settings = {name: FLAGS[name].value for name in setting_names}
+    settings = flag_values(setting_names)
     changed = run_directory.check_resumable(FLAGS.output_dir, config, settings)
     if changed:
         logging.warning("Resuming %s with other settings than it was trained with: %s (recorded in %s)",

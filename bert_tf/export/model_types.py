@@ -25,12 +25,6 @@ EXPORT_DTYPES = ("float32", "bfloat16")
 QUANTIZATION_MODES = ("int8",)
 
 
-def head_size(source, model_type):
-    """The number of outputs of the fine-tuned head of `model_type` in the opened checkpoint `source`
-    (`model_types.ModelType.head_size`)."""
-    return model_types.get(model_type).head_size(source)
-
-
 @contextlib.contextmanager
 def _dtype_policy(name):
     """Keras' global dtype policy is `name` inside the block (layers take it when they are created)."""
