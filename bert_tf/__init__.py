@@ -46,8 +46,8 @@ _EXPORTS = {
     "BertTokenClassifier": "bert_tf.modeling.tasks.token_classifier",
     "BertMultipleChoice": "bert_tf.modeling.tasks.multiple_choice",
     "FullTokenizer": "bert_tf.tokenization",
-    "BertTokenizer": "bert_tf.in_graph_tokenization",
-    "BertPacker": "bert_tf.in_graph_tokenization",
+    "BertTokenizer": "bert_tf.tokenization.in_graph",
+    "BertPacker": "bert_tf.tokenization.in_graph",
     "load_checkpoint": "bert_tf.checkpoints",
     "save_checkpoint": "bert_tf.checkpoints",
 }

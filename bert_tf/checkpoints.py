@@ -18,6 +18,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import run_directory
+from bert_tf.config import BertConfig
 from bert_tf.formats import keras_hub
 from bert_tf.formats.huggingface import read_huggingface, safetensors_files
 from bert_tf.formats.source import CheckpointSource
@@ -170,6 +171,19 @@ def check_fits(config, path, config_name="the config"):
     if differences:
         more = f" and {len(differences) - 3} more" if len(differences) > 3 else ""
         raise ValueError(f"{source.path} does not fit {config_name}: " + ", ".join(differences[:3]) + more)
+
+
+def config_of(checkpoint, config_file=None):
+    """The BertConfig of `config_file` (a bert_config.json or HuggingFace config.json) if given, else the one
+    `checkpoint` (a path or an opened CheckpointSource) carries: embedded in a bert_tf checkpoint, or the
+    config file beside it. ValueError when it has none."""
+    if config_file:
+        return BertConfig.from_json_file(config_file)
+    source = opened(checkpoint)
+    if source.config is None:
+        raise ValueError(f"{source.path} ({source.format} checkpoint) carries no config: give its config file "
+                         "(bert_config_file)")
+    return BertConfig.from_dict(source.config, source=source.path)
 
 
 @dataclasses.dataclass

@@ -14,7 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import atomic_io
-from bert_tf.data.pretraining.corpus import read_lines
+from bert_tf.data.text_lines import read_lines
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
 from bert_tf.progress import Progress
 

@@ -8,7 +8,7 @@ import pytest
 
 from bert_tf import load_checkpoint, save_checkpoint
 from bert_tf.checkpoints import open_checkpoint
-from bert_tf.export import model_types
+from bert_tf.export import serving_models
 from bert_tf.formats import convert
 from bert_tf.modeling.layers.sequence_bilstm import SequenceBiLSTM
 from bert_tf.modeling.tasks.classifier import BertClassifier
@@ -125,7 +125,7 @@ def test_a_linear_checkpoint_leaves_the_bilstm_head_missing_and_the_options_trav
     prefix = str(tmp_path / "bilstm" / "model.ckpt-2")
     save_checkpoint(bilstm, prefix, tiny_config, bilstm.head_options())
     assert open_checkpoint(prefix).head == BILSTM and linear.head_options() is None
-    exported, _ = model_types.build_model("classifier", tiny_config, prefix, label_list=["a", "b", "c"])
+    exported, _ = serving_models.build_model("classifier", tiny_config, prefix, label_list=["a", "b", "c"])
     assert exported.head_options() == BILSTM
     inputs = padded_inputs(tiny_config, (5, 8))
     np.testing.assert_array_equal(exported(inputs), bilstm(inputs))

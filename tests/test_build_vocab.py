@@ -10,8 +10,8 @@ import pytest
 
 from bert_tf.data.pretraining.corpus import prepare_corpus
 from bert_tf.data.pretraining.vocab_builder import count_words, learn_vocab, unknown_rate
-from bert_tf.in_graph_tokenization import BertTokenizer
 from bert_tf.tokenization import FullTokenizer, is_cjk
+from bert_tf.tokenization.in_graph import BertTokenizer
 from tests.helpers.sotu_speeches import SPEECHES
 from tools import pypi_data
 

@@ -17,9 +17,9 @@ import tensorflow_text  # noqa: F401 (registers the WordPiece op the SavedModels
 from bert_tf import atomic_io, load_checkpoint, save_checkpoint
 from bert_tf.export import serving as export
 from bert_tf.feature_schema import INPUT_NAMES
-from bert_tf.in_graph_tokenization import BertTokenizer, text_budget, truncate_text
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.tokenization import FullTokenizer
+from bert_tf.tokenization.in_graph import BertTokenizer, text_budget, truncate_text
 from tests.helpers import small_disk, tokenizer_data
 from tests.helpers.exports import (
     BATCH_SIZE,

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text
 
-from bert_tf import BertConfig, BertEncoder, lite_tokenization, load_checkpoint, save_checkpoint
+from bert_tf import BertConfig, BertEncoder, load_checkpoint, save_checkpoint
 from bert_tf.data.packing import pack_tokens
 from bert_tf.export import tflite
 from bert_tf.export.serving import EncoderAdapter
@@ -27,6 +27,7 @@ from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.tokenization import FullTokenizer
+from bert_tf.tokenization import lite as lite_tokenization
 from tests.helpers import tokenizer_data
 from tests.helpers.configs import script_config
 from tests.helpers.exports import SEQ_LENGTH, python_pack, run_model, shared_dir

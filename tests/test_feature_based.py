@@ -10,7 +10,7 @@ import pytest
 
 from bert_tf import BertConfig
 from bert_tf.checkpoints import open_checkpoint
-from bert_tf.export import model_types
+from bert_tf.export import serving_models
 from bert_tf.modeling.layers.scalar_mix import ScalarMix
 from bert_tf.modeling.tasks.feature_tagger import BertFeatureTagger, resolve_feature_layers
 from tests.helpers.finetuning_scripts import results, run, write_files
@@ -84,7 +84,7 @@ def test_run_ner_feature_based_trains_the_tagger_on_a_frozen_encoder(tiny_model_
     assert weights.shape == (3,) and np.abs(weights).max() > 1e-4  # trained from zeros
     assert trained.head == {"task_head": "bilstm", "bilstm_size": 8, "bilstm_layers": 1,
                             "feature_layers": "weighted_sum_all"}
-    model, _ = model_types.build_model("ner", BertConfig.from_dict(trained.config), str(out),
+    model, _ = serving_models.build_model("ner", BertConfig.from_dict(trained.config), str(out),
                                        label_list=["O", "B-loc", "B-per", "I-per"])
     assert isinstance(model, BertFeatureTagger) and model.layer_indices == (0, 1, 2)
 

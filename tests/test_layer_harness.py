@@ -29,7 +29,6 @@ import tensorflow as tf
 
 import bert_tf
 from bert_tf import BertConfig
-from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer
 from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.layers.attention import BertSelfAttention
 from bert_tf.modeling.layers.dense import BertDense
@@ -51,6 +50,7 @@ from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.modeling.tasks.task_model import BertTaskModel
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
+from bert_tf.tokenization.in_graph import BertPacker, BertTokenizer
 from tests.helpers import tokenizer_data
 from tests.helpers.model_inputs import random_inputs
 

@@ -11,7 +11,7 @@ import pytest
 
 from bert_tf import model_types, save_checkpoint
 from bert_tf.checkpoints import open_checkpoint
-from bert_tf.export import model_types as export_model_types
+from bert_tf.export import serving_models
 from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
@@ -52,7 +52,7 @@ def test_each_entry_agrees_with_its_model(name, tiny_config, tmp_path):
                 model_types.infer(names)
         else:
             assert model_types.infer(names) == name
-    assert (name in export_model_types.MODEL_TYPES) == (kind.adapter is not None)
+    assert (name in model_types.exportable()) == (kind.adapter is not None)
 
 
 def test_the_registry_reads_without_keras_or_tensorflow():
@@ -83,7 +83,7 @@ def test_a_registered_type_is_exported_with_nothing_else_changed(tiny_config, tm
         with pytest.raises(ValueError, match="already registered"):
             model_types.register(model_types.get("toy_scorer"))
         assert model_types.model_names("toy_scorer", names) == sorted(names)
-        model, adapter = export_model_types.build_model("toy_scorer", tiny_config, source.path, label_list=["x", "y"])
+        model, adapter = serving_models.build_model("toy_scorer", tiny_config, source.path, label_list=["x", "y"])
         inputs = random_inputs(tiny_config, 4, 7)
         np.testing.assert_array_equal(model(inputs), toy(inputs))
         assert list(adapter.labels) == ["x", "y"] and "toy_scorer" in model_types.exportable()

@@ -1,4 +1,4 @@
-"""bert_tf.in_graph_tokenization: the in-graph tokenizer gives FullTokenizer's ids on every corpus line, and it
+"""bert_tf.tokenization.in_graph: the in-graph tokenizer gives FullTokenizer's ids on every corpus line, and it
 and the packer work in tf.data, in Keras models and in a SavedModel loaded by another process."""
 
 import json
@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data.packing import pack_tokens, truncate_seq_pair
-from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer
 from bert_tf.tokenization import FullTokenizer
+from bert_tf.tokenization.in_graph import BertPacker, BertTokenizer
 from tests.helpers import tokenizer_data
 
 BATCH_SIZE = 512

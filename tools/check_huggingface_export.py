@@ -26,7 +26,7 @@ sys.path.insert(0, ROOT)
 
 from bert_tf import BertConfig, FullTokenizer, atomic_io  # noqa: E402
 from bert_tf.checkpoints import open_checkpoint  # noqa: E402
-from bert_tf.export.model_types import build_model  # noqa: E402
+from bert_tf.export.serving_models import build_model  # noqa: E402
 from bert_tf.formats.convert import convert  # noqa: E402
 from tools import pypi_data  # noqa: E402
 

@@ -4,8 +4,8 @@ import sys
 
 import tensorflow as tf
 
-from bert_tf.in_graph_tokenization import BertTokenizer
 from bert_tf.tokenization import FullTokenizer
+from bert_tf.tokenization.in_graph import BertTokenizer
 
 if __name__ == "__main__":
     vocab_file, text_file = sys.argv[1], sys.argv[2]

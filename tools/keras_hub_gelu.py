@@ -21,8 +21,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bert_tf import BertConfig, FullTokenizer, model_types  # noqa: E402
-from bert_tf.checkpoints import load_checkpoint, open_checkpoint  # noqa: E402
-from bert_tf.export.model_types import read_config  # noqa: E402
+from bert_tf.checkpoints import (  # noqa: E402
+    config_of,  # noqa: E402
+    load_checkpoint,
+    open_checkpoint,
+)
 from bert_tf.modeling.tasks.classifier import BertClassifier  # noqa: E402
 from tools.export_accuracy import read_dev  # noqa: E402
 
@@ -58,7 +61,7 @@ def main():
     args = parser.parse_args()
     sentences, labels = read_dev(args.dev_file)
     features = encode(FullTokenizer(args.vocab_file, do_lower_case=True), sentences, args.max_seq_length)
-    config = read_config(None, args.classifier_dir)
+    config = config_of(args.classifier_dir)
     num_labels, results = model_types.get(model_types.CLASSIFIER).head_size(open_checkpoint(args.classifier_dir)), {}
     for act in ("gelu", "gelu_tanh"):
         model = BertClassifier(BertConfig(**{**config.to_dict(), "hidden_act": act}), num_labels)

@@ -44,15 +44,14 @@ def main(_):
     elif FLAGS.query is None:
         raise ValueError("--output_file is required (or --query to search the input's lines)")
     from bert_tf import embedding  # TensorFlow: after the flag checks
-    from bert_tf.checkpoints import load_checkpoint
-    from bert_tf.export.model_types import read_config
+    from bert_tf.checkpoints import config_of, load_checkpoint
     from bert_tf.formats.sentence_transformers import embedder_options
     from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
     from bert_tf.tokenization import FullTokenizer
 
     options = embedder_options(FLAGS.init_checkpoint, FLAGS.pooling, FLAGS.normalize, FLAGS.max_seq_length)
     source = model_flags.init_checkpoint()  # opened once: the config, the checks and the weights come from it
-    config = read_config(FLAGS.bert_config_file, source)
+    config = config_of(source, FLAGS.bert_config_file)
     model_flags.check_init_checkpoint(config)
     vocab_file = FLAGS.vocab_file or source.vocab_file
     if not vocab_file:

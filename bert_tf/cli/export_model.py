@@ -40,24 +40,25 @@ import os
 
 from absl import flags, logging
 
+from bert_tf import checkpoints, model_types
 from bert_tf.cli import flag_checks, model_flags, scripting
-from bert_tf.export import model_types, serving
+from bert_tf.export import serving, serving_models
 from bert_tf.tokenization import load_vocab
 
 FLAGS = flags.FLAGS
 model_flags.define("bert_config_file", "vocab_file", "do_lower_case", "init_checkpoint", "pooling", "normalize")
 flags.adopt_module_key_flags(model_flags)  # its flags in --help, not only in --helpfull
-flags.DEFINE_enum("model_type", "encoder", model_types.MODEL_TYPES,
+flags.DEFINE_enum("model_type", "encoder", model_types.exportable(),
                   "What to export: the encoder (pooled/sequence outputs), a fine-tuned task model, or the "
                   "pretraining model (masked LM logits at every position, next sentence logits).")
 flags.DEFINE_enum("export_format", "serving", ["serving", "hub", "tflite"],
                   "serving: export_dir/<version>/ for TF Serving; hub: export_dir/preprocessor/ and "
                   "export_dir/encoder/ (TF-Hub-style, encoder only); tflite: export_dir/model.tflite for "
                   "LiteRT (batch 1; see --tflite_inputs).")
-flags.DEFINE_enum("export_dtype", "float32", model_types.EXPORT_DTYPES,
+flags.DEFINE_enum("export_dtype", "float32", serving_models.EXPORT_DTYPES,
                   "The dtype the SavedModel stores its variables and runs its matmuls in. bfloat16: half the "
                   "size, faster on CPUs with AVX512-BF16/AMX and on GPUs; LayerNorm and softmax stay float32.")
-flags.DEFINE_enum("quantize", "none", ["none", *model_types.QUANTIZATION_MODES],
+flags.DEFINE_enum("quantize", "none", ["none", *serving_models.QUANTIZATION_MODES],
                   "int8: serving: dense kernels stored as int8 with per-output-channel scales, dequantized to "
                   "--export_dtype per call (a smaller model, not a faster one); tflite: LiteRT's dynamic-range "
                   "int8 (int8 weights, activations quantized per call by its int8 kernels: the fast int8 route).")
@@ -82,17 +83,18 @@ for name in ("vocab_file", "init_checkpoint", "export_dir"):
 def main(_):
     logging.set_verbosity(logging.INFO)
     check_format_options()
-    for name, types in model_types.TASK_OPTIONS.items():
+    for name in serving_models.TASK_OPTIONS:
+        types = serving_models.types_reading(name)
         if FLAGS[name].present and FLAGS.model_type not in types:
             raise ValueError(f"--{name} is for --model_type={' or '.join(types)}, not {FLAGS.model_type}")
     flag_checks.check_max_seq_length(segments=1)  # what serve_text packs
     source = model_flags.init_checkpoint()  # opened once: the config, the checks, labels and weights come from it
-    config = model_types.read_config(FLAGS.bert_config_file, source)
+    config = checkpoints.config_of(source, FLAGS.bert_config_file)
     config.check_seq_length(FLAGS.max_seq_length)
     config.check_vocab_size(len(load_vocab(FLAGS.vocab_file)), FLAGS.vocab_file)
     model_flags.check_init_checkpoint(config)
     label_list = FLAGS.label_list
-    if label_list is None and FLAGS.model_type in model_types.TASK_OPTIONS["label_list"]:
+    if label_list is None and FLAGS.model_type in serving_models.types_reading("label_list"):
         label_list = source.labels
         if label_list is not None:
             logging.info("Labels of %s: %s", source.path, ", ".join(label_list))
@@ -102,7 +104,7 @@ def main(_):
         from bert_tf.formats.sentence_transformers import embedder_options as resolve
 
         embedder_options = resolve(FLAGS.init_checkpoint, FLAGS.pooling, FLAGS.normalize)
-    model, adapter = model_types.build_model(
+    model, adapter = serving_models.build_model(
         FLAGS.model_type, config, source, label_list, FLAGS.max_answer_length, FLAGS.export_dtype,
         quantize if FLAGS.export_format == "serving" else None,  # LiteRT quantizes in its converter
         embedder_options)

@@ -1,6 +1,6 @@
 """Python-side packing of token segments into BERT inputs, as the original scripts build their features.
 
-`BertPacker` in `bert_tf.in_graph_tokenization` does the same in the graph; the two give the same ids.
+`BertPacker` in `bert_tf.tokenization.in_graph` does the same in the graph; the two give the same ids.
 """
 
 import dataclasses

@@ -15,7 +15,7 @@ the longest packed input of the request rounded up to a multiple of 8 (at most `
       `inputs`, the name TF Serving's classify/regress APIs feed.
 
 Signatures cannot have optional inputs, hence the separate `serve_text_pair`. The raw-text signatures
-tokenize in the graph with `bert_tf.in_graph_tokenization.BertTokenizer` (FullTokenizer's ids) and pack and
+tokenize in the graph with `bert_tf.tokenization.in_graph.BertTokenizer` (FullTokenizer's ids) and pack and
 truncate with `BertPacker` (the original's truncation). Each string is first cut to the characters packing can
 read (`truncate_text`: 64 a token of seq_length, plus 200; the ids are the same unless a string's first
 seq_length tokens take more), so that a request's work and memory follow seq_length, not the size of its
@@ -61,8 +61,8 @@ from bert_tf.feature_schema import (
     POOLED_OUTPUT,
     SEQUENCE_OUTPUT,
 )
-from bert_tf.in_graph_tokenization import BertPacker, BertTokenizer, check_utf8, truncate_text
 from bert_tf.modeling.tasks.embedder import EMBEDDINGS, BertSentenceEmbedder
+from bert_tf.tokenization.in_graph import BertPacker, BertTokenizer, check_utf8, truncate_text
 
 TEXT_A, TEXT_B = "text_a", "text_b"
 EXAMPLES_INPUT = "inputs"
@@ -159,7 +159,7 @@ class TextPreprocessor(tf.Module):
     """Raw UTF-8 text -> int32 [B, T] `input_ids`, `input_mask`, `segment_ids`, in the graph.
 
     Args:
-      tokenizer: a `bert_tf.in_graph_tokenization.BertTokenizer`.
+      tokenizer: a `bert_tf.tokenization.in_graph.BertTokenizer`.
       seq_length: the longest packed length; single texts keep seq_length - 2 tokens, pairs are truncated to
         seq_length - 3 as in the original.
       pad_to_max_length: T = seq_length always (True), or the request's longest packed input rounded up to a

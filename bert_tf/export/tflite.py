@@ -31,7 +31,7 @@ Running it: the raw-text models use four custom ops of tensorflow-text, `FastBer
 tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)` (LiteRT; `tf.lite.Interpreter` takes no registerers in
 TF 2.21). The ids models use builtin ops only. No model needs the TF (Flex) delegate.
 
-Tokenization: `bert_tf.lite_tokenization.LiteTokenizer` (its module doc says how, and where its ids can
+Tokenization: `bert_tf.tokenization.lite.LiteTokenizer` (its module doc says how, and where its ids can
 differ from FullTokenizer's: only in a final capital sigma when lower-casing, on the text tested).
 
 Quantization: `quantize="int8"` is dynamic-range quantization (`tf.lite.Optimize.DEFAULT` without a
@@ -53,7 +53,7 @@ from bert_tf import atomic_io
 from bert_tf.export.serving import _check_built
 from bert_tf.export.task_adapters import CONTEXT, QUESTION, SpanLabelerAdapter
 from bert_tf.feature_schema import INPUT_NAMES
-from bert_tf.lite_tokenization import LiteTokenizer, pack
+from bert_tf.tokenization.lite import LiteTokenizer, pack
 
 INPUT_KINDS = ("text", "ids")
 QUANTIZATIONS = ("none", "int8")

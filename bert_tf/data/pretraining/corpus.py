@@ -1,4 +1,4 @@
-"""Corpus files: input patterns, UTF-8 lines with file:line errors, documents, corpus preparation.
+"""Corpus files: input patterns, documents (read through `data/text_lines.py`), corpus preparation.
 
 The input format of the original `create_pretraining_data.py`: one sentence per line, blank lines between
 documents. `prepare_corpus` makes it from raw text (one document per file) or JSON lines (one document per
@@ -7,50 +7,17 @@ line, like a Wikipedia extraction). Pure Python (no TensorFlow calls).
 
 import dataclasses
 import glob
-import json
 import os
 
 from absl import logging
 
 from bert_tf import atomic_io
 from bert_tf.data.pretraining.sentences import split_sentences
+from bert_tf.data.text_lines import decode_line, parse_json_object
 
 INVALID_UTF8_CHOICES = ("error", "skip")
 INVALID_UTF8_HELP = "A line that is not valid UTF-8 is an error naming file:line, or is skipped with a warning."
 INPUT_FORMATS = ("text", "jsonl")
-
-
-def decode_line(raw, path, number):
-    """The text of line `number` (1-based) of `path`, given its raw bytes, without the line end.
-
-    Raises:
-      ValueError naming `path:number` and the bytes around the error, if the line is not UTF-8.
-    """
-    try:
-        return raw.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}:{number}: invalid UTF-8 at byte {e.start} of the line ({e.reason}: "
-                         f"{raw[max(0, e.start - 10):e.end + 10]!r})") from None
-
-
-def read_lines(path):
-    """Yields (line number from 1, text without its line end) of a UTF-8 file; ValueError naming `path:line`
-    for a line that is not UTF-8 (`CorpusReader` can skip such lines instead)."""
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, start=1):
-            yield number, decode_line(raw, path, number)
-
-
-def parse_json_object(text, path, number):
-    """The dict that line `number` of `path` holds (JSON lines); ValueError naming `path:number` if the
-    line is not valid JSON or not an object."""
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}:{number}: not valid JSON ({e})") from None
-    if not isinstance(record, dict):
-        raise ValueError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
-    return record
 
 
 def expand_input_patterns(patterns):

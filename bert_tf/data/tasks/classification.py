@@ -17,7 +17,7 @@ import numpy as np
 from absl import logging
 
 from bert_tf.data.packing import pack_tokens
-from bert_tf.data.pretraining.corpus import parse_json_object, read_lines
+from bert_tf.data.text_lines import parse_json_object, read_lines
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS
 
 TRUNCATIONS = ("head", "tail", "head+tail")

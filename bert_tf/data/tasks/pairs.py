@@ -7,7 +7,7 @@ A pair file is a TSV (`anchor<TAB>positive` per line, no header) or JSON lines (
 import numpy as np
 
 from bert_tf.data.packing import pack_tokens
-from bert_tf.data.pretraining.corpus import parse_json_object, read_lines
+from bert_tf.data.text_lines import parse_json_object, read_lines
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, IS_REAL_EXAMPLE, SEGMENT_IDS
 
 SUFFIXES = (".tsv", ".jsonl")

@@ -16,7 +16,7 @@ import numpy as np
 from absl import logging
 
 from bert_tf import atomic_io
-from bert_tf.data.pretraining.corpus import read_lines
+from bert_tf.data.text_lines import read_lines
 from bert_tf.feature_schema import IGNORE_LABEL, INPUT_IDS, INPUT_MASK, IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS
 
 _TAG = re.compile(r"^(O|[BIES]-\S+)$")

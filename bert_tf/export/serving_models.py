@@ -13,13 +13,10 @@ from absl import logging
 
 from bert_tf import model_types
 from bert_tf.checkpoints import load_checkpoint, opened
-from bert_tf.config import BertConfig
 from bert_tf.modeling.layers.dense import BertDense
 
-MODEL_TYPES = model_types.exportable()  # the registry's types with a serving adapter
 # The options that only some model types read (export_model.py refuses them for the others).
-TASK_OPTIONS = {option: tuple(name for name in MODEL_TYPES if option in model_types.get(name).options)
-                for option in ("label_list", "max_answer_length", "pooling", "normalize")}
+TASK_OPTIONS = ("label_list", "max_answer_length", "pooling", "normalize")
 # The dtypes the exported variables can be stored in (--export_dtype); LayerNorm stays float32 in both.
 EXPORT_DTYPES = ("float32", "bfloat16")
 QUANTIZATION_MODES = ("int8",)
@@ -34,6 +31,11 @@ def _dtype_policy(name):
         yield
     finally:
         keras.config.set_dtype_policy(previous)
+
+
+def types_reading(option):
+    """The registered types with a serving adapter that read the export option `option` (of TASK_OPTIONS)."""
+    return tuple(name for name in model_types.exportable() if option in model_types.get(name).options)
 
 
 def quantize_int8(model):
@@ -96,13 +98,3 @@ def _build(model_type, config, checkpoint, label_list, max_answer_length, embedd
                          f"({', '.join(missing[:5])}); the export would serve random weights")
     return model, adapter
 
-
-def read_config(config_file, checkpoint):
-    """BertConfig of `config_file` if given, else the config embedded in (or beside, for HuggingFace)
-    `checkpoint` (a path or an opened CheckpointSource); ValueError when it has none."""
-    if config_file:
-        return BertConfig.from_json_file(config_file)
-    source = opened(checkpoint)
-    if source.config is None:
-        raise ValueError(f"{source.path} ({source.format} checkpoint) carries no config: pass --bert_config_file")
-    return BertConfig.from_dict(source.config, source=source.path)

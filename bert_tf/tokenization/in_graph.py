@@ -25,8 +25,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf import tokenization
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
+from bert_tf.tokenization import full_tokenizer as tokenization
 
 # Per code point, the table holds class bits (below) | lower-case row << _ROW_SHIFT.
 _DROP = 1  # removed by cleaning: U+0000, U+FFFD, Cc/Cf other than \t \n \r

@@ -1,7 +1,7 @@
 """BERT tokenization from ops that have LiteRT (TFLite) kernels: `LiteTokenizer` and `pack`, for the raw-text
 .tflite models of bert_tf/export/tflite.py.
 
-`bert_tf.in_graph_tokenization.BertTokenizer` cannot convert without Flex
+`bert_tf.tokenization.in_graph.BertTokenizer` cannot convert without Flex
 (its regular expressions, Unicode decoding/encoding, string lower-casing and ragged ops have no TFLite
 kernels), and tensorflow-text's own `FastBertNormalizer` folds like NFKC-casefold (fullwidth forms, ligatures,
 "…" -> "...", "ß" -> "ss"), so its ids differ from FullTokenizer's on 17% of the lines of
@@ -37,9 +37,9 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from absl import logging
 
-from bert_tf import tokenization
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
-from bert_tf.in_graph_tokenization import MAX_CHARS_PER_WORD, UNK, fast_wordpiece, token_id, wordpiece_vocab
+from bert_tf.tokenization import full_tokenizer as tokenization
+from bert_tf.tokenization.in_graph import MAX_CHARS_PER_WORD, UNK, fast_wordpiece, token_id, wordpiece_vocab
 
 _MAX_CODE_POINT = 0x10FFFF
 _SURROGATES = range(0xD800, 0xE000)

@@ -3,7 +3,7 @@
 `FullTokenizer` = `BasicTokenizer` (cleaning, CJK spacing, whitespace split, optional lower-casing and
 accent stripping, punctuation split) followed by `WordpieceTokenizer` (greedy longest-match-first).
 The character predicates below are also the source of truth for the in-graph tokenizer in
-`bert_tf.in_graph_tokenization`, which builds its lookup tables from them.
+`bert_tf.tokenization.in_graph`, which builds its lookup tables from them.
 
 Differences from the original, all in error handling: invalid UTF-8 raises a `ValueError` (the original
 silently drops the bad bytes), and so do a duplicate vocab token (the original keeps the first one and
