@@ -49,3 +49,20 @@ def test_trim_padding_cuts_each_batch_to_its_longest_example():
     batch = next(iter(finetuning_pipeline.make_dataset(classified, 4, training=True, seed=1, trim_padding=True)))
     assert batch["label_ids"].shape == (4,) and batch["input_ids"].shape[1] % 8 == 0
     assert batch["input_ids"].shape[1] >= batch["input_mask"].numpy().sum(1).max()
+
+
+def test_length_sorted_batches_take_the_smallest_width_that_holds_their_longest():
+    lengths = np.array([3, 20, 9, 5, 17, 2, 24])
+    mask = (np.arange(24) < lengths[:, None]).astype(np.int32)
+    features = {"input_ids": mask * 7, "input_mask": mask, "label_ids": np.arange(7, dtype=np.int32)}
+    trimmed = list(finetuning_pipeline.length_sorted_batches(features, 2))
+    assert [indexes.tolist() for indexes, _ in trimmed] == [[5, 0], [3, 2], [4, 1], [6]]  # shortest first
+    assert [inputs["input_ids"].shape[1] for _, inputs in trimmed] == [8, 16, 24, 24]
+    assert set(trimmed[0][1]) == {"input_ids", "input_mask"}  # the encoder inputs only
+    bucketed = list(finetuning_pipeline.length_sorted_batches(features, 2, widths=[4, 8, 16, 24]))
+    assert [inputs["input_mask"].shape[1] for _, inputs in bucketed] == [4, 16, 24, 24]
+    full = list(finetuning_pipeline.length_sorted_batches(features, 3, widths=[24]))
+    assert [inputs["input_mask"].shape[1] for _, inputs in full] == [24, 24, 24]
+    with pytest.raises(ValueError, match=r"widths=\[8, 16\]: expected ascending widths, the last the full length 24"):
+        next(finetuning_pipeline.length_sorted_batches(features, 2, widths=[8, 16]))
+    assert not list(finetuning_pipeline.length_sorted_batches({k: v[:0] for k, v in features.items()}, 2))

@@ -26,9 +26,7 @@ resumes from its last checkpoint.
 import functools
 import json
 
-import keras
 import numpy as np
-import tensorflow as tf
 from absl import flags, logging
 
 from bert_tf.cli import finetuning_flags, scripting
@@ -37,9 +35,9 @@ from bert_tf.data.squad import tfds as squad_tfds
 from bert_tf.data.squad.examples import load_squad_json
 from bert_tf.data.squad.postprocess import RawResult, compute_predictions, write_predictions
 from bert_tf.evaluation.squad import evaluate, missing_answers
-from bert_tf.feature_schema import END_LOGITS, START_LOGITS, UNIQUE_IDS
+from bert_tf.feature_schema import END_LOGITS, INPUT_NAMES, START_LOGITS
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
-from bert_tf.progress import Progress
+from bert_tf.training import finetuning_run
 from bert_tf.training.finetuning import TrainingInput
 
 FLAGS = flags.FLAGS
@@ -122,19 +120,17 @@ def prediction_input(tokenizer):
     return predict_file, prepared, features, load_squad_json(predict_file)
 
 
-def predict(model, tokenizer, batch_size):
-    """(predictions, nbest, null_odds) of the predict file's questions (see compute_predictions)."""
+def predict(tuner, tokenizer, batch_size):
+    """(predictions, nbest, null_odds) of the predict file's questions (see compute_predictions). The windows
+    run at the full --max_seq_length: the n-best of a window ranks all its positions, padding included, as
+    the original does, so cutting the padding could change nbest_predictions.json."""
     _, prepared, features, _ = prediction_input(tokenizer)
-    dataset = squad_records.squad_dataset(prepared.record_file, FLAGS.max_seq_length, False, batch_size)
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-len(features) // batch_size)))
     logging.info("***** Running predictions *****: %d examples, %d features, batch %d", len(prepared.examples),
                  len(features), batch_size)
-    with Progress("prediction", len(features), "windows") as progress:
-        shown = keras.callbacks.LambdaCallback(
-            on_predict_batch_end=lambda batch, logs: progress.update(min((batch + 1) * batch_size, len(features))))
-        outputs = model.predict(dataset, verbose=0, callbacks=[shown])
-    unique_ids = np.concatenate([batch[UNIQUE_IDS].numpy() for batch in dataset])
-    results = [RawResult(*values) for values in zip(unique_ids, outputs[START_LOGITS], outputs[END_LOGITS])]
+    inputs = {name: np.asarray([getattr(feature, name) for feature in features], np.int32) for name in INPUT_NAMES}
+    outputs = tuner.predict(inputs, batch_size, unit="windows", trim=False)
+    results = [RawResult(feature.unique_id, start, end)
+               for feature, start, end in zip(features, outputs[START_LOGITS], outputs[END_LOGITS])]
     return compute_predictions(
         prepared.examples, features, results, FLAGS.n_best_size, FLAGS.max_answer_length, FLAGS.do_lower_case,
         FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold)
@@ -165,15 +161,15 @@ def check_answers_for_best_metric(tokenizer):
 
 def dev_results(tuner, tokenizer):
     """The SQuAD evaluation of the current weights on --predict_file (for --best_metric, e.g. f1)."""
-    predictions, _, null_odds = predict(tuner.model, tokenizer, FLAGS.predict_batch_size)
+    predictions, _, null_odds = predict(tuner, tokenizer, FLAGS.predict_batch_size)
     return evaluation_of(tokenizer, predictions, null_odds)
 
 
-def predict_and_write(model, tokenizer):
+def predict_and_write(tuner, tokenizer):
     """--do_predict: the prediction set of the predict file published in --output_dir (write_predictions),
     with eval_results.json when every question has answers; otherwise one log line says why not. When the
     evaluation fails (bad answers), the predictions are published without it and the error is raised."""
-    predictions, nbest, null_odds = predict(model, tokenizer, FLAGS.predict_batch_size)
+    predictions, nbest, null_odds = predict(tuner, tokenizer, FLAGS.predict_batch_size)
     evaluation, failure, missing = None, None, unlabelled(tokenizer)
     if missing:
         logging.info("Not evaluating the predictions: %s", missing)
@@ -188,18 +184,18 @@ def predict_and_write(model, tokenizer):
 
 
 def main(_):
-    strategy, config, tokenizer = finetuning_flags.setup(segments=2, modes=MODES)  # question and context
+    strategy, options, tokenizer = finetuning_flags.setup(segments=2, modes=MODES)  # question and context
     if FLAGS.verbose_logging:
         logging.set_verbosity(logging.DEBUG)
     validate_flags()
     if FLAGS.do_train and FLAGS.best_metric:
         check_answers_for_best_metric(tokenizer)
-    tuner = finetuning_flags.create_finetuner(strategy, lambda: BertSpanLabeler(
-        config, **finetuning_flags.head_options()))
+    tuner = finetuning_run.create_finetuner(options, strategy, lambda: BertSpanLabeler(
+        options.config, **finetuning_flags.head_options()))
     if FLAGS.do_train:
-        finetuning_flags.train(tuner, training_input(tokenizer), lambda: dev_results(tuner, tokenizer))
+        finetuning_run.train(tuner, options, training_input(tokenizer), lambda: dev_results(tuner, tokenizer))
     if FLAGS.do_predict and tuner.is_chief:
-        predict_and_write(tuner.model, tokenizer)
+        predict_and_write(tuner, tokenizer)
 
 
 def console():

@@ -15,15 +15,13 @@ import dataclasses
 import math
 from typing import Callable
 
-import numpy as np
-import tensorflow as tf
 from absl import logging
 
 from bert_tf import run_directory
+from bert_tf.batched_inference import BatchedInference
 from bert_tf.checkpoints import load_checkpoint
-from bert_tf.data.tasks.pipeline import length_sorted_batches, make_dataset, num_examples
+from bert_tf.data.tasks.pipeline import make_dataset, num_examples
 from bert_tf.feature_schema import INPUT_IDS
-from bert_tf.progress import Progress
 from bert_tf.training import distribute, loop, optimization
 from bert_tf.training.best_checkpoint import StopTraining
 
@@ -88,7 +86,7 @@ class FineTuner:
             self.model = model_fn()
             self.model.build()
         self.global_step = 0
-        self._forwards = {}  # {model method name: its tf.function}
+        self._inference = {}  # {(model method name, trim): its BatchedInference}
 
     def load(self, checkpoint):
         """Loads pretrained or fine-tuned weights (any `--init_checkpoint` format); a fresh head is reported."""
@@ -143,31 +141,20 @@ class FineTuner:
 
         return TrainingInput(num_examples(features), dataset_fn, tuple(features[INPUT_IDS].shape[1:]))
 
-    def predict(self, features, batch_size, method="__call__", what="prediction"):
-        """The model's outputs (float32 NumPy [N, ...]) for every example of `features`, in order, computed
-        on this host in batches of `batch_size` (compiled with XLA when the options say so). `method`: the
-        model method to run (e.g. BertFeatureTagger's "layer_features"), called with training=False.
+    def predict(self, features, batch_size, method="__call__", what="prediction", unit="examples", trim=True):
+        """The model's outputs (float32 NumPy [N, ...], or a dict of them) for every example of `features`, in
+        order, in batches of `batch_size` on this process's replicas (compiled with XLA when the options say
+        so). `method`: the model method to run (e.g. BertFeatureTagger's "layer_features"), called with
+        training=False.
 
         Batches group examples of similar length and drop the padding they all share
-        (`length_sorted_batches`): the outputs are those of full-length batches (within float rounding),
-        in a fraction of the time on short texts. An output with more axes than `input_ids` is per token
-        (e.g. [N, T, labels]): it comes back padded with zeros to the full T. Shows the progress in examples
-        (`bert_tf.progress`), named `what`.
+        (`bert_tf.batched_inference`; `trim=False`: full-length batches): the outputs are those of
+        full-length batches (within float rounding), in a fraction of the time on short texts. A per-token
+        output (e.g. [N, T, labels]) comes back padded with zeros to the full T. Shows the progress in `unit`,
+        named `what`.
         """
-        if method not in self._forwards:
+        if (method, trim) not in self._inference:
             function = getattr(self.model, method)
-            self._forwards[method] = tf.function(lambda batch: function(batch, training=False),
-                                                 jit_compile=self.options.use_xla, reduce_retracing=True)
-        count, full_shape = num_examples(features), features[INPUT_IDS].shape
-        outputs = None
-        with Progress(what, count, "examples") as progress:
-            for indexes, inputs in length_sorted_batches(features, batch_size):
-                batch = self._forwards[method](inputs).numpy()
-                if batch.ndim > len(full_shape):  # per token: pad back to max_seq_length
-                    batch = np.pad(batch, [(0, 0), (0, full_shape[-1] - batch.shape[1])] + [(0, 0)] * (batch.ndim - 2))
-                if outputs is None:
-                    outputs = np.zeros((count,) + batch.shape[1:], batch.dtype)
-                outputs[indexes] = batch
-                progress.advance(len(indexes))
-        return outputs
-
+            self._inference[method, trim] = BatchedInference(lambda inputs: function(inputs, training=False),
+                                                             self.options.use_xla, self.strategy, trim)
+        return self._inference[method, trim].predict(features, batch_size, what, unit)

@@ -2,7 +2,8 @@
 axis, as `convert_examples` / `convert_sentences` return them).
 
 The datasets yield feature dicts (labels included as `label_ids`): what the task models' `fit` and the
-distributed loop (`bert_tf.training.loop.Trainer`) both take.
+distributed loop (`bert_tf.training.loop.Trainer`) both take. `length_sorted_batches` makes the batches of
+inference over such features (run by `bert_tf.batched_inference`).
 """
 
 import numpy as np
@@ -77,21 +78,32 @@ def _trim_batch(batch):
     return {k: v[..., :width] if k in token_level else v for k, v in batch.items()}
 
 
-def length_sorted_batches(features, batch_size):
+def length_sorted_batches(features, batch_size, widths=None):
     """Yields (indexes [b], inputs) over all examples of `features`, shortest first, for inference.
 
-    `inputs` holds the encoder inputs (input_ids, input_mask, segment_ids) of examples `indexes`, cut along
-    the last axis to their longest example's number of real tokens (`input_mask`), rounded up to a multiple
-    of TRIM_MULTIPLE. Padding is masked out of attention, so each example's outputs at its real positions
-    are the same as with the full padding, while short texts no longer pay for max_seq_length.
+    `inputs` holds the encoder inputs (input_ids, input_mask, segment_ids, those of them in `features`, each
+    [N, ..., T]) of examples `indexes`, cut along the last axis to a width that holds their longest example's
+    real tokens (`input_mask`; several sequences per example, [N, C, T]: the longest of them): the smallest
+    of `widths` (ascending, the last of them T) that does, or, `widths=None`, that length rounded up to a
+    multiple of TRIM_MULTIPLE (at most T). Padding is masked out of attention, so each example's outputs at
+    its real positions are the same as with the full padding, while short texts no longer pay for T.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be >= 1")
     count = num_examples(features)
+    if not count:
+        return
     mask = features[INPUT_MASK]
-    lengths = mask.reshape(count, -1, mask.shape[-1]).sum(axis=-1).max(axis=-1)
+    full = mask.shape[-1]
+    if widths is not None and (list(widths) != sorted(widths) or widths[-1] != full):
+        raise ValueError(f"widths={list(widths)}: expected ascending widths, the last the full length {full}")
+    lengths = mask.reshape(count, -1, full).sum(axis=-1).max(axis=-1)
     order = np.argsort(lengths, kind="stable")
     for start in range(0, count, batch_size):
         indexes = order[start:start + batch_size]
-        width = min(mask.shape[-1], -(-max(int(lengths[indexes].max()), 1) // TRIM_MULTIPLE) * TRIM_MULTIPLE)
+        longest = max(int(lengths[indexes].max()), 1)
+        if widths is None:
+            width = min(full, -(-longest // TRIM_MULTIPLE) * TRIM_MULTIPLE)
+        else:
+            width = next(w for w in widths if w >= longest)
         yield indexes, {k: features[k][indexes][..., :width] for k in INPUT_NAMES if k in features}

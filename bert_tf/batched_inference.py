@@ -1,0 +1,158 @@
+"""A model run over many examples in batches: the one inference path of fine-tuning prediction
+(`FineTuner.predict`, run_squad.py's too), sentence embeddings (`SentenceEncoder`) and feature extraction
+(`FeatureExtractor`).
+
+    inference = BatchedInference(lambda inputs: model(inputs, training=False), use_xla, strategy)
+    logits = inference.predict(features, batch_size=32, description="prediction")   # [N, ...], in order
+
+`features` is a dict of NumPy arrays with a leading example axis: the encoder inputs `input_ids`,
+`input_mask` (required: it says which tokens are real; padding ids may be anything) and `segment_ids`, int
+[N, T] or, several sequences per example, [N, C, T]; other entries (labels, ids) are left out.
+
+The batches (`data/tasks/pipeline.py`: `length_sorted_batches`): the examples sorted by their number of
+real tokens, `batch_size` at a time, each batch cut along T to a width that holds its longest example:
+- without XLA, that length rounded up to a multiple of 8; one traced function takes every shape;
+- with XLA (`use_xla`), the smallest of the widths 8, 16, 32, ... (8 times a power of two) and T that
+  holds it (`xla_widths`), and the batch filled up to `batch_size` rows by repeating its first example,
+  whose outputs are dropped: XLA compiles one program per width, not one per shape;
+- with `trim=False`, every batch at the full width T (a model whose every position's output is read, even
+  the padding's: SQuAD's n-best ranks all T positions, as the original does).
+Padding is masked out of attention, so an example's outputs at its real positions are those of the full
+width, within float rounding. A log line (once per BatchedInference) says which of these runs.
+
+Outputs: `forward`'s, any nesting of tensors [b, ...], come back as NumPy arrays [N, ...] in the examples'
+order. A per-token output, one whose static shape has an unknown axis (after the batch axis) where the
+inputs have their width, e.g. [b, w, labels], is padded with zeros back to T.
+
+On a tf.distribute strategy with several replicas in this process (MirroredStrategy, a TPU), each batch is
+split among them (its rows filled up to a multiple of the replicas, as above); otherwise (one replica, or a
+multi-worker strategy, whose other workers take no part) the batch runs on this process's default device,
+reading the strategy's variables. Progress: the examples done, their rate and an ETA (`bert_tf.progress`).
+"""
+
+import contextlib
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from bert_tf.data.tasks.pipeline import TRIM_MULTIPLE, length_sorted_batches, num_examples
+from bert_tf.feature_schema import INPUT_MASK
+from bert_tf.progress import Progress
+
+
+def xla_widths(full):
+    """The widths that batches of inputs of length `full` take under XLA: 8, 16, 32, ... below `full`, then
+    `full` (ascending)."""
+    widths, width = [], TRIM_MULTIPLE
+    while width < full:
+        widths.append(width)
+        width *= 2
+    return widths + [full]
+
+
+class BatchedInference:
+    """Runs `forward` over many examples, as the module docstring says.
+
+    forward: a function of one batch, a dict of int tensors [b, ..., w] (the encoder inputs of the features),
+      to a tensor or a nesting of tensors [b, ...]; it is traced once, inside a tf.function.
+    use_xla: compile it with XLA (bucketed widths, full batches). strategy: the tf.distribute strategy whose
+      variables `forward` reads, or None. trim: cut batches to their longest example (False: full width).
+    """
+
+    def __init__(self, forward, use_xla=False, strategy=None, trim=True):
+        self.forward, self.use_xla, self.strategy, self.trim = forward, use_xla, strategy, trim
+        local = strategy is not None and strategy.num_replicas_in_sync == len(strategy.extended.worker_devices)
+        self.replicas = strategy.num_replicas_in_sync if local else 1
+        self._function = None  # built for the first batch's input structure (see _build)
+        self._token_axes = None  # per flattened output: the axis of its width, or None
+        self._described = False
+
+    def predict(self, features, batch_size, description=None, unit="examples"):
+        """The outputs (NumPy, `forward`'s nesting, each [N, ...]) of every example of `features`, in order;
+        per-token outputs padded with zeros to T. `description`: show the progress in `unit` under that name.
+        None for no examples."""
+        count, full = num_examples(features), features[INPUT_MASK].shape[-1]
+        outputs = None
+        with Progress(description, count, unit) if description else contextlib.nullcontext() as progress:
+            for indexes, batch in self.batches(features, batch_size, progress, description):
+                flat = [self._full_width(value, axis, full) for value, axis in zip(tf.nest.flatten(batch),
+                                                                                    self._token_axes)]
+                if outputs is None:
+                    structure = batch
+                    outputs = [np.zeros((count,) + value.shape[1:], value.dtype) for value in flat]
+                for output, value in zip(outputs, flat):
+                    output[indexes] = value
+        return None if outputs is None else tf.nest.pack_sequence_as(structure, outputs)
+
+    def batches(self, features, batch_size, progress=None, description=None):
+        """Yields (indexes int [b], outputs) batch by batch, shortest examples first: `outputs` are `forward`'s
+        (NumPy arrays [b, ...]) for the examples `indexes` of `features`, per-token ones at the batch's width.
+        `progress`: a Progress that advances by b after each batch; `description`: the job, in the log line."""
+        full = features[INPUT_MASK].shape[-1]
+        widths = None if self.trim and not self.use_xla else xla_widths(full) if self.trim else [full]
+        for indexes, inputs in length_sorted_batches(features, batch_size, widths):
+            if self._function is None:
+                self._build(inputs)
+                self._describe(description, batch_size, widths)
+            rows = len(indexes)
+            target = -(-(batch_size if self.use_xla else rows) // self.replicas) * self.replicas
+            if target > rows:  # filled with copies of the first example (a real one: any model takes it)
+                inputs = {k: np.concatenate([v, np.repeat(v[:1], target - rows, axis=0)]) for k, v in inputs.items()}
+            outputs = tf.nest.map_structure(lambda value, rows=rows: value[:rows], self._run(inputs))
+            yield indexes, outputs
+            if progress is not None:
+                progress.advance(rows)
+
+    def _build(self, inputs):
+        """The traced function of `inputs`' structure ([None, ..., None]: any rows, any width), and which
+        axis of each output follows the width (unknown in the traced shape)."""
+        spec = {k: tf.TensorSpec([None, *v.shape[1:-1], None], tf.as_dtype(v.dtype)) for k, v in inputs.items()}
+        function = tf.function(self.forward, input_signature=[spec], jit_compile=self.use_xla)
+        traced = tf.nest.flatten(function.get_concrete_function().structured_outputs)
+        self._token_axes = [next((axis for axis in range(1, t.shape.rank or 0) if t.shape[axis] is None), None)
+                            for t in traced]
+        if self.replicas == 1:
+            self._function = function
+        else:
+            strategy = self.strategy
+            self._function = tf.function(lambda values: strategy.run(lambda inputs: function(inputs), args=(values,)),
+                                         reduce_retracing=True)
+
+    def _run(self, inputs):
+        """`forward` of one batch (NumPy in and out), split among the replicas when there are several."""
+        if self.replicas == 1:
+            return tf.nest.map_structure(lambda t: t.numpy(), self._function(inputs))
+        parts = {k: np.split(v, self.replicas) for k, v in inputs.items()}
+        values = self.strategy.experimental_distribute_values_from_function(
+            lambda context: {k: tf.constant(v[context.replica_id_in_sync_group]) for k, v in parts.items()})
+        results = self.strategy.experimental_local_results(self._function(values))
+        return tf.nest.map_structure(lambda *ts: np.concatenate([t.numpy() for t in ts]), *results)
+
+    @staticmethod
+    def _full_width(value, axis, full):
+        """`value` padded with zeros along its width `axis` (None: not per token) to `full`."""
+        if axis is None or value.shape[axis] == full:
+            return value
+        padding = [(0, 0)] * value.ndim
+        padding[axis] = (0, full - value.shape[axis])
+        return np.pad(value, padding)
+
+    def _describe(self, description, batch_size, widths):
+        """The log line of the path that runs (once)."""
+        if self._described:
+            return
+        self._described = True
+        if not self.trim:
+            how = f"every batch at the full width {widths[-1]}"
+        elif widths:
+            how = f"each cut to the smallest of the widths {', '.join(map(str, widths))} that holds its longest"
+        else:
+            how = f"each cut to its longest example rounded up to a multiple of {TRIM_MULTIPLE}"
+        if self.use_xla:
+            how += f", filled up to {batch_size} rows (XLA: one program per width)"
+        else:
+            how += " (no XLA: one traced function for every width)"
+        if self.replicas > 1:
+            how += f", split among {self.replicas} replicas"
+        logging.info("%s: batches of %d sorted by length, %s", description or "Inference", batch_size, how)
