@@ -1,5 +1,6 @@
-"""Sentence embeddings of many texts (encode_sentences.py): length-sorted batches, each trimmed to its longest
-text, results in input order; written as .npy or JSON lines; and semantic search over them.
+"""Sentence embeddings of many texts (encode_sentences.py): length-sorted batches, each cut to about its longest
+text (`bert_tf.batched_inference`), results in input order; written as .npy or JSON lines; and semantic search
+over them.
 
     encoder = SentenceEncoder(embedder, FullTokenizer(vocab), max_seq_length=256)
     vectors = encoder.encode(read_texts("sentences.txt"), batch_size=32)   # float32 [N, H]
@@ -14,9 +15,9 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import atomic_io
+from bert_tf.batched_inference import BatchedInference
 from bert_tf.data.text_lines import read_lines
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
-from bert_tf.progress import Progress
 
 OUTPUT_SUFFIXES = (".npy", ".jsonl")
 
@@ -40,17 +41,17 @@ def read_texts(path):
 
 class SentenceEncoder:
     """Embeds texts with a BertSentenceEmbedder: FullTokenizer word pieces, `[CLS] text [SEP]` truncated to
-    `max_seq_length` tokens (as sentence-transformers truncates), one traced function for every batch shape."""
+    `max_seq_length` tokens (as sentence-transformers truncates), run by one `BatchedInference` (one traced
+    function for every batch shape; the embedder skips the padding inside a batch, so no XLA)."""
 
     def __init__(self, embedder, tokenizer, max_seq_length):
         embedder.config.check_seq_length(max_seq_length)
         self.embedder, self.tokenizer, self.max_seq_length = embedder, tokenizer, max_seq_length
-        spec = tf.TensorSpec([None, None], tf.int32)
-        self._forward = tf.function(self._embed, input_signature=[spec, spec])
+        self._inference = BatchedInference(self._embed)
 
-    def _embed(self, input_ids, input_mask):
-        """int32 [B, T] x 2 -> float32 [B, H]."""
-        inputs = {INPUT_IDS: input_ids, INPUT_MASK: input_mask, SEGMENT_IDS: tf.zeros_like(input_ids)}
+    def _embed(self, inputs):
+        """{input_ids, input_mask: int32 [B, T]} -> float32 [B, H]."""
+        inputs = {**inputs, SEGMENT_IDS: tf.zeros_like(inputs[INPUT_IDS])}
         return tf.cast(self.embedder(inputs, training=False, skip_padding=True), tf.float32)
 
     def token_ids(self, text):
@@ -60,36 +61,20 @@ class SentenceEncoder:
 
     def encode(self, texts, batch_size=32, description=None):
         """float32 [N, H]: the embedding of each of `texts`, in their order. Batches of `batch_size` texts of
-        similar length (sorted by length), padded to the longest of the batch. `description`: show progress
-        with an ETA under that name."""
-        if batch_size < 1:
-            raise ValueError(f"batch_size={batch_size} must be at least 1")
-        ids = [self.token_ids(text) for text in texts]
-        result = None
-        progress = Progress(description, len(ids), "texts") if description else None
-        for rows, batch in padded_batches(ids, batch_size):
-            vectors = self._forward(batch, (batch > 0).astype(np.int32)).numpy()
-            if result is None:
-                result = np.zeros((len(ids), vectors.shape[-1]), np.float32)
-            result[rows] = vectors
-            if progress:
-                progress.advance(len(rows))
-        if progress:
-            progress.close()
-        return result
+        similar length (sorted by length), each cut to about its longest (`bert_tf.batched_inference`).
+        `description`: show progress with an ETA under that name."""
+        return self._inference.predict(padded_features([self.token_ids(text) for text in texts]), batch_size,
+                                       description, "texts")
 
 
-def padded_batches(ids, batch_size):
-    """Yields (rows, input_ids int32 [b, T]) over the token-id lists `ids`, shortest first: `rows` are the
-    indexes in `ids` of the batch's b texts (at most batch_size) and T is the longest of them, the shorter
-    ones padded with 0."""
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
-        batch = np.zeros((len(rows), max(len(ids[i]) for i in rows)), np.int32)
-        for row, i in enumerate(rows):
-            batch[row, :len(ids[i])] = ids[i]
-        yield rows, batch
+def padded_features(ids):
+    """The encoder inputs of the token-id lists `ids`: input_ids int32 [N, T] (T the longest list, the shorter
+    ones padded with 0) and input_mask int32 [N, T] (1 on each list's own tokens, whatever their ids)."""
+    lengths = np.array([len(values) for values in ids], np.int64)
+    mask = (np.arange(lengths.max(initial=0))[None, :] < lengths[:, None]).astype(np.int32)
+    input_ids = np.zeros(mask.shape, np.int32)
+    input_ids[mask == 1] = np.concatenate([np.asarray(values, np.int32) for values in ids] or [np.zeros(0, np.int32)])
+    return {INPUT_IDS: input_ids, INPUT_MASK: mask}
 
 
 def write_embeddings(path, embeddings):

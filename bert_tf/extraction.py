@@ -13,12 +13,14 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import atomic_io
+from bert_tf.batched_inference import BatchedInference
 from bert_tf.data.packing import pack_tokens
 from bert_tf.data.text_lines import read_lines
-from bert_tf.feature_schema import ENCODER_OUTPUTS, INPUT_IDS, INPUT_MASK, SEGMENT_IDS
+from bert_tf.feature_schema import ENCODER_OUTPUTS, INPUT_NAMES
 from bert_tf.progress import Progress
 
 _PAIR = re.compile(r"^(.*) \|\|\| (.*)$")
+SORTED_BATCHES = 16  # write_features reads this many batches at a time, which extract sorts by length
 
 
 @dataclasses.dataclass
@@ -47,10 +49,10 @@ def resolve_layers(layers, num_hidden_layers):
     try:
         indexes = [int(x) for x in str(layers).split(",")]
     except ValueError:
-        raise ValueError(f"--layers={layers!r}: expected comma-separated integers such as -1,-2,-3,-4") from None
+        raise ValueError(f"layers={layers!r}: expected comma-separated integers such as -1,-2,-3,-4") from None
     for index in indexes:
         if not -num_hidden_layers <= index < num_hidden_layers:
-            raise ValueError(f"--layers: layer {index} does not exist in a {num_hidden_layers}-layer model "
+            raise ValueError(f"layers: layer {index} does not exist in a {num_hidden_layers}-layer model "
                              f"(valid: {-num_hidden_layers}..{num_hidden_layers - 1})")
     return indexes
 
@@ -58,33 +60,35 @@ def resolve_layers(layers, num_hidden_layers):
 class FeatureExtractor:
     """Runs a BertEncoder over examples and returns the activations of `layers` for every real token.
 
-    `layers`: ints indexing the encoder's layer outputs (-1 is the last layer).
+    `layers`: ints indexing the encoder's layer outputs (-1 is the last layer). `batch_size`: examples per
+    forward pass, in length-sorted batches each cut to about its longest example (`bert_tf.batched_inference`).
     """
 
-    def __init__(self, encoder, tokenizer, max_seq_length, layers):
+    def __init__(self, encoder, tokenizer, max_seq_length, layers, batch_size=32):
         encoder.config.check_seq_length(max_seq_length)
         self.encoder, self.tokenizer = encoder, tokenizer
-        self.max_seq_length = max_seq_length
+        self.max_seq_length, self.batch_size = max_seq_length, batch_size
         self.layers = resolve_layers(",".join(map(str, layers)), encoder.config.num_hidden_layers)
-        spec = tf.TensorSpec([None, max_seq_length], tf.int32)
-        self._forward = tf.function(self._layer_outputs, input_signature=[spec, spec, spec])
+        self._inference = BatchedInference(self._layer_outputs)
 
-    def _layer_outputs(self, input_ids, input_mask, segment_ids):
-        """int32 [B, T] x 3 -> float32 [len(layers), B, T, H]."""
-        outputs = self.encoder({INPUT_IDS: input_ids, INPUT_MASK: input_mask, SEGMENT_IDS: segment_ids},
-                               training=False)
-        return tf.stack([tf.cast(outputs[ENCODER_OUTPUTS][i], tf.float32) for i in self.layers])
+    def _layer_outputs(self, inputs):
+        """{input_ids, input_mask, segment_ids: int32 [B, T]} -> one float32 [B, T, H] per layer (a tuple)."""
+        outputs = self.encoder(inputs, training=False)
+        return tuple(tf.cast(outputs[ENCODER_OUTPUTS][i], tf.float32) for i in self.layers)
 
     def extract(self, examples):
-        """One batch of InputExamples -> list of (unique_id, tokens, float32 [len(layers), len(tokens), H])."""
+        """InputExamples -> list of (unique_id, tokens, float32 [len(layers), len(tokens), H]), in their order."""
         packed = [pack_tokens(self.tokenizer.tokenize(e.text_a),
                               self.tokenizer.tokenize(e.text_b) if e.text_b is not None else None,
                               self.max_seq_length, self.tokenizer) for e in examples]
-        arrays = [np.asarray([getattr(p, name) for p in packed], np.int32)
-                  for name in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)]
-        values = self._forward(*arrays).numpy()
-        return [(e.unique_id, p.tokens, values[:, row, : len(p.tokens)])
-                for row, (e, p) in enumerate(zip(examples, packed))]
+        features = {name: np.asarray([getattr(p, name) for p in packed], np.int32) for name in INPUT_NAMES}
+        results = [None] * len(examples)
+        for indexes, values in self._inference.batches(features, self.batch_size, description="feature extraction"):
+            for row, index in enumerate(indexes):
+                tokens = packed[index].tokens
+                results[index] = (examples[index].unique_id, tokens,
+                                  np.stack([layer[row, : len(tokens)] for layer in values]))
+        return results
 
     def to_json(self, unique_id, tokens, values):
         """The original's JSON object for one example (values rounded to 6 decimals)."""
@@ -96,23 +100,26 @@ class FeatureExtractor:
         return {"linex_index": unique_id, "features": features}
 
 
-def _batches(iterable, size):
-    batch = []
+def _chunks(iterable, size):
+    chunk = []
     for item in iterable:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def write_features(extractor, input_file, output_file, batch_size):
     """Streams `input_file` through `extractor` into JSON lines at `output_file`.
 
-    The output is written through `atomic_io.atomic_write` (temporary name, synced, renamed when complete),
-    so a failure (bad line, full disk, interrupt) leaves no partial file. Shows the progress in examples
-    (`bert_tf.progress`; the total is the input's line count). Returns the number of examples written.
+    The input is read SORTED_BATCHES batches of `batch_size` examples at a time: `extractor.extract` sorts
+    them by length into its batches, and their lines are written in input order before the next are read (so
+    memory stays bounded). The output is written through `atomic_io.atomic_write` (temporary name, synced,
+    renamed when complete), so a failure (bad line, full disk, interrupt) leaves no partial file. Shows the
+    progress in examples (`bert_tf.progress`; the total is the input's line count). Returns the number of
+    examples written.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be at least 1")
@@ -120,9 +127,9 @@ def write_features(extractor, input_file, output_file, batch_size):
         total = sum(1 for _ in f)
     count = 0
     with atomic_io.atomic_write(output_file) as out, Progress("feature extraction", total, "examples") as progress:
-        for batch in _batches(read_examples(input_file), batch_size):
-            for result in extractor.extract(batch):
+        for chunk in _chunks(read_examples(input_file), batch_size * SORTED_BATCHES):
+            for result in extractor.extract(chunk):
                 out.write(json.dumps(extractor.to_json(*result)) + "\n")
-            count += len(batch)
+            count += len(chunk)
             progress.update(count)
     return count

@@ -1,8 +1,10 @@
 """bert_tf.batched_inference: the one inference path of FineTuner.predict, run_squad.py, SentenceEncoder and
 FeatureExtractor. On tiny models: outputs in the input order and equal to the full-length forward (trimmed,
-XLA-bucketed, full width), per-token outputs padded back, the log line of the path, progress lines and a
-two-replica MirroredStrategy."""
+XLA-bucketed, full width), per-token outputs padded back, the log line of the path, progress lines, a real
+token of id 0 kept (the mask comes from the lengths), a two-replica MirroredStrategy, and feature extraction
+read in sorted windows but written in input order."""
 
+import json
 import logging as python_logging
 import os
 import subprocess
@@ -15,10 +17,15 @@ import tensorflow as tf
 
 from bert_tf import progress as progress_module
 from bert_tf.batched_inference import BatchedInference, xla_widths
+from bert_tf.embedding import SentenceEncoder, padded_features
+from bert_tf.extraction import FeatureExtractor, InputExample, write_features
+from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.tasks.classifier import BertClassifier
+from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
+from tests.helpers.configs import script_config
 from tests.helpers.finetuning_scripts import ROOT
 from tests.helpers.model_inputs import random_inputs
 
@@ -132,6 +139,70 @@ def test_progress_lines(tiny_config, monkeypatch, caplog):
                                                        "20/20 windows"]
     assert "ETA" in lines[1] and " in 0:00:" in lines[-1]
     assert not [r for r in caplog.records if "/3 " in r.getMessage()]
+
+
+class WordTokenizer:
+    """Words to ids from a list, "hello" being id 0: a vocabulary whose id 0 is a real token."""
+
+    def __init__(self):
+        self.vocab = {word: i for i, word in enumerate(["hello", "[CLS]", "[SEP]", "world", "a", "b", "c", "d"])}
+
+    def tokenize(self, text):
+        return text.split()
+
+    def convert_tokens_to_ids(self, tokens):
+        return [self.vocab[token] for token in tokens]
+
+
+def test_sentence_encoder_masks_by_length_not_by_id_0(tiny_config):
+    features = padded_features([[1, 0, 2], [4]])
+    np.testing.assert_array_equal(features["input_ids"], [[1, 0, 2], [4, 0, 0]])
+    np.testing.assert_array_equal(features["input_mask"], [[1, 1, 1], [1, 0, 0]])
+    keras.utils.set_random_seed(3)
+    embedder = BertSentenceEmbedder(tiny_config, "mean", False)
+    encoder = SentenceEncoder(embedder, WordTokenizer(), max_seq_length=16)
+    texts = ["hello world", "a b c d hello a b c", "hello", "world a"]
+    got = encoder.encode(texts, batch_size=2)
+    for text, vector in zip(texts, got):  # each alone, every token real: the id-0 "hello" counts
+        ids = np.array([encoder.token_ids(text)], np.int32)
+        alone = embedder({"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)})
+        np.testing.assert_allclose(vector, np.asarray(alone)[0], atol=TOLERANCE)
+    ids = np.array([encoder.token_ids("hello world")], np.int32)
+    masked = embedder({"input_ids": ids, "input_mask": (ids > 0).astype(np.int32), "segment_ids": 0 * ids})
+    assert np.abs(np.asarray(masked)[0] - got[0]).max() > 1e-3  # what a mask of `ids > 0` gave
+
+
+@pytest.fixture(scope="module")
+def extractor(tokenizer):
+    keras.utils.set_random_seed(5)
+    encoder = BertEncoder(script_config())
+    encoder.build()
+    return FeatureExtractor(encoder, tokenizer, max_seq_length=32, layers=[-1, 0], batch_size=2)
+
+
+def test_feature_extraction_in_sorted_batches_equals_the_full_length_forward(extractor, tokenizer, tmp_path):
+    words = "the economy grew while taxes were cut and the budget was balanced again".split()
+    lines = [" ".join(words[: 1 + (7 * i) % len(words)]) + (" ||| more words" if i % 5 == 0 else "")
+             for i in range(41)]
+    (tmp_path / "input.txt").write_text("".join(line + "\n" for line in lines))
+    assert write_features(extractor, str(tmp_path / "input.txt"), str(tmp_path / "out.jsonl"), batch_size=2) == 41
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [record["linex_index"] for record in records] == list(range(41))  # 2 windows of 32, in order
+    examples = [InputExample(i, *line.split(" ||| ")) for i, line in enumerate(lines)]
+    for (_, tokens, values), record in zip(extractor.extract(examples), records):
+        assert [feature["token"] for feature in record["features"]] == tokens
+        assert values.shape == (2, len(tokens), 32)
+        ids = np.zeros((1, 32), np.int32)
+        ids[0, :len(tokens)] = tokenizer.convert_tokens_to_ids(tokens)
+        sep = tokens.index("[SEP]")
+        segments = np.zeros_like(ids)
+        segments[0, sep + 1:len(tokens)] = 1
+        full = extractor.encoder({"input_ids": ids, "input_mask": (np.arange(32) < len(tokens))[None].astype(np.int32),
+                                  "segment_ids": segments})["encoder_outputs"]
+        for j, layer in enumerate((-1, 0)):
+            np.testing.assert_allclose(values[j], np.asarray(full[layer])[0, :len(tokens)], atol=TOLERANCE)
+            written = np.array([feature["layers"][j]["values"] for feature in record["features"]])
+            np.testing.assert_allclose(written, values[j], atol=1e-6)
 
 
 MIRRORED = """

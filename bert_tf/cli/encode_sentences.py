@@ -25,7 +25,8 @@ flags.DEFINE_string("output_file", None, "Where to write the embeddings: .npy (f
                     "Optional with --query.")
 flags.DEFINE_integer("max_seq_length", None, "Tokens per text, [CLS]/[SEP] included; longer texts are "
                      "truncated. Default: the sentence-transformers directory's max_seq_length, else 128.")
-flags.DEFINE_integer("batch_size", 32, "Texts per forward pass (sorted by length, each batch padded to its longest).")
+flags.DEFINE_integer("batch_size", 32, "Texts per forward pass (sorted by length, each batch cut to about its "
+                     "longest).")
 flags.DEFINE_string("query", None, "Print the --top_k lines of --input_file most similar to this text.")
 flags.DEFINE_integer("top_k", 5, "How many lines --query prints.")
 for _name in ("init_checkpoint", "input_file"):

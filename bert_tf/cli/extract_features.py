@@ -24,7 +24,8 @@ flags.DEFINE_string("output_file", None, "JSON-lines output file.")
 flags.DEFINE_string("layers", "-1,-2,-3,-4", "Comma-separated layer indexes (-1 = last layer).")
 flags.DEFINE_integer("max_seq_length", 128, "Maximum total tokens per example, [CLS]/[SEP] included; "
                      "longer inputs are truncated.")
-flags.DEFINE_integer("batch_size", 32, "Examples per forward pass.")
+flags.DEFINE_integer("batch_size", 32, "Examples per forward pass (sorted by length, each batch cut to about its "
+                     "longest).")
 for name in ("input_file", "output_file", "bert_config_file", "init_checkpoint", "vocab_file"):
     flags.mark_flag_as_required(name)
 
@@ -43,7 +44,7 @@ def main(_):
     flag_checks.check_output_file("output_file")
     encoder = BertEncoder(config)
     load_checkpoint(encoder, FLAGS.init_checkpoint)
-    extractor = FeatureExtractor(encoder, tokenizer, FLAGS.max_seq_length, layers)
+    extractor = FeatureExtractor(encoder, tokenizer, FLAGS.max_seq_length, layers, FLAGS.batch_size)
     count = write_features(extractor, FLAGS.input_file, FLAGS.output_file, FLAGS.batch_size)
     logging.info("Wrote features of %d examples to %s", count, FLAGS.output_file)
 
