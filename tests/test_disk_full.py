@@ -1,5 +1,8 @@
 """The scripts on a full disk (a real small tmpfs): exit status 1, one `Error:` line naming the path and the
-disk's error, no traceback, nothing half-written left behind, and nothing that a later run would trust."""
+disk's error, no traceback, nothing half-written left behind, and nothing that a later run would trust.
+
+Mounting the tmpfs needs root: without it every test here is skipped with small_disk.NEEDS_ROOT ("needs root to
+mount a tmpfs (run as root; CI runs as root)"), before its fixtures are built."""
 
 import errno
 import os
@@ -13,7 +16,7 @@ from tests.helpers import pretraining_records, small_disk
 from tests.helpers.configs import script_config, write_config
 from tests.helpers.sotu_speeches import SPEECHES
 
-pytestmark = pytest.mark.subprocess
+pytestmark = [pytest.mark.subprocess, pytest.mark.skipif(os.geteuid() != 0, reason=small_disk.NEEDS_ROOT)]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NO_SPACE = os.strerror(errno.ENOSPC)

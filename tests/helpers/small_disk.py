@@ -1,5 +1,6 @@
-"""A real full file system for tests: a small tmpfs mounted for the length of a `with` block (needs root;
-`mount_or_skip` skips the test with the reason where mounting is not possible)."""
+"""A real full file system for tests: a small tmpfs mounted for the length of a `with` block. Mounting needs
+root: `mounted` skips the test with NEEDS_ROOT when not run as root (CI runs as root), and with mount's own
+message where root cannot mount either (a container without the right to)."""
 
 import contextlib
 import os
@@ -8,11 +9,15 @@ import subprocess
 
 import pytest
 
+NEEDS_ROOT = "needs root to mount a tmpfs (run as root; CI runs as root)"
+
 
 @contextlib.contextmanager
 def mounted(directory, size):
     """Mounts a tmpfs of `size` (mount's syntax: "1m", "300k") on `directory` (created), yields it as a
     str, and unmounts it whatever happens; pytest.skip when it cannot be mounted."""
+    if os.geteuid() != 0:
+        pytest.skip(NEEDS_ROOT)
     directory = str(directory)
     os.makedirs(directory, exist_ok=True)
     if shutil.which("mount") is None:
@@ -20,7 +25,7 @@ def mounted(directory, size):
     result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", directory],
                             capture_output=True, text=True)
     if result.returncode:
-        pytest.skip(f"cannot mount a tmpfs: {result.stderr.strip() or result.returncode}")
+        pytest.skip(f"cannot mount a tmpfs as root: {result.stderr.strip() or result.returncode}")
     try:
         yield directory
     finally:
