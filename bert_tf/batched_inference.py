@@ -62,7 +62,8 @@ class BatchedInference:
 
     def __init__(self, forward, use_xla=False, strategy=None, trim=True):
         self.forward, self.use_xla, self.strategy, self.trim = forward, use_xla, strategy, trim
-        local = strategy is not None and strategy.num_replicas_in_sync == len(strategy.extended.worker_devices)
+        several = strategy is not None and strategy.num_replicas_in_sync > 1  # (the default strategy: one)
+        local = several and strategy.num_replicas_in_sync == len(strategy.extended.worker_devices)
         self.replicas = strategy.num_replicas_in_sync if local else 1
         self._function = None  # built for the first batch's input structure (see _build)
         self._token_axes = None  # per flattened output: the axis of its width, or None

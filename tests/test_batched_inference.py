@@ -85,13 +85,19 @@ def test_trimmed_batches_equal_the_full_length_forward_in_input_order(tiny_confi
         "8 (no XLA: one traced function for every width)"]
 
 
-def test_several_sequences_per_example(tiny_config):
+@pytest.mark.parametrize("strategy", [None, "default", "one_device"])
+def test_several_sequences_per_example(tiny_config, strategy):
+    """[N, C, T] inputs; no strategy, the default one (outside any scope) or one device: the batch runs as is."""
+    strategy = {None: None, "default": tf.distribute.get_strategy(),
+                "one_device": tf.distribute.OneDeviceStrategy("/cpu:0")}[strategy]
     keras.utils.set_random_seed(2)
     model = BertMultipleChoice(tiny_config)
     features = {k: v.reshape(9, 3, 24) for k, v in random_inputs(tiny_config, 27, 24, seed=4).items()}
     features["input_mask"][0, 1] = 1
-    got = BatchedInference(lambda inputs: model(inputs, training=False)).predict(features, batch_size=4)
-    np.testing.assert_allclose(got, model(features, training=False), atol=TOLERANCE)
+    inference = BatchedInference(lambda inputs: model(inputs, training=False), strategy=strategy)
+    assert inference.replicas == 1
+    np.testing.assert_allclose(inference.predict(features, batch_size=4), model(features, training=False),
+                               atol=TOLERANCE)
 
 
 def test_xla_buckets_the_widths_and_fills_the_rows(tiny_config, monkeypatch, caplog):
