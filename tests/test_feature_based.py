@@ -14,7 +14,7 @@ from bert_tf.export import serving_models
 from bert_tf.modeling.layers.scalar_mix import ScalarMix
 from bert_tf.modeling.tasks.feature_tagger import BertFeatureTagger, resolve_feature_layers
 from tests.helpers.finetuning_scripts import results, run, write_files
-from tests.test_bilstm_head import padded_inputs
+from tests.helpers.model_inputs import padded_inputs
 
 
 def test_the_papers_six_feature_choices_and_explicit_layer_lists():
