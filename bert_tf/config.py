@@ -15,6 +15,10 @@ _HF_IGNORED = {
     "output_past", "directionality", "pooler_fc_size", "pooler_num_attention_heads", "pooler_num_fc_layers",
     "pooler_size_per_head", "pooler_type", "finetuning_task", "tokenizer_class", "return_dict", "num_labels",
 }
+# KerasHub BertBackbone config.json fields -> Google's (its dropout is both of Google's dropout rates).
+_KERAS_HUB_FIELDS = {"vocabulary_size": "vocab_size", "hidden_dim": "hidden_size", "num_layers": "num_hidden_layers",
+                     "num_heads": "num_attention_heads", "intermediate_dim": "intermediate_size",
+                     "max_sequence_length": "max_position_embeddings", "num_segments": "type_vocab_size"}
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_tanh", "relu", "swish", "silu", "tanh", "linear")
 
 
@@ -93,16 +97,14 @@ class BertConfig:
     @classmethod
     def from_dict(cls, values, source="config"):
         """Builds a config from a Google `bert_config.json`, HF `config.json` or KerasHub BertBackbone
-        `config.json` dict (`formats.keras_hub.google_config`: hidden_act "gelu_tanh", as KerasHub computes).
+        `config.json` dict (hidden_act "gelu_tanh": what KerasHub computes).
 
         Unknown keys raise a ValueError naming them and `source`, so a typo is not silently ignored.
         """
         if not isinstance(values, dict):
             raise ValueError(f"{source}: expected a JSON object, got {type(values).__name__}")
         if "registered_name" in values:
-            from bert_tf.formats import keras_hub  # only KerasHub configs need it
-
-            values = keras_hub.google_config(values, source)
+            values = _keras_hub_fields(values, source)
         fields = {f.name for f in dataclasses.fields(cls)}
         if values.get("model_type") not in (None, "bert"):
             raise ValueError(f"{source}: model_type={values['model_type']!r}, expected 'bert'")
@@ -161,3 +163,20 @@ class BertConfig:
     def to_json_file(self, path):
         """Writes the config atomically (`atomic_io.write_file`: checked, synced, renamed)."""
         atomic_io.write_file(path, self.to_json_string())
+
+
+def _keras_hub_fields(values, source):
+    """Google bert_config.json fields of a KerasHub `BertBackbone` config.json dict; ValueError naming `source`
+    when it is another architecture. hidden_act is "gelu_tanh" (what KerasHub computes); layer_norm_eps keeps
+    its default, KerasHub's hard-coded 1e-12."""
+    registered = str(values["registered_name"])
+    if registered.split(">")[-1] != "BertBackbone":
+        raise ValueError(f"{source}: a KerasHub {registered.split('>')[-1]} preset; expected a BertBackbone")
+    config = values.get("config", values)
+    try:
+        fields = {google: config[keras_hub] for keras_hub, google in _KERAS_HUB_FIELDS.items()}
+        dropout = config["dropout"]
+    except KeyError as e:
+        raise ValueError(f"{source}: a BertBackbone config without {e}") from None
+    return {**fields, "hidden_act": "gelu_tanh", "hidden_dropout_prob": dropout,
+            "attention_probs_dropout_prob": dropout}

@@ -65,7 +65,7 @@ class ModelType:
         name = scope + (BILSTM_SCOPE if source.head else "") + OUTPUT_WEIGHTS
         if name not in source.shapes:
             raise ValueError(f"{source.path} has no {name}: not a fine-tuned {self.name} checkpoint (pass a "
-                             "fine-tuning --output_dir or one of its model.ckpt-N as --init_checkpoint)")
+                             "fine-tuning output_dir or one of its model.ckpt-N as init_checkpoint)")
         return source.shapes[name][0]
 
     def unused_variables(self, source):
@@ -141,7 +141,7 @@ def _adapter(class_name, option=None):
         try:
             return adapter_class(model, options.get(option))
         except ValueError as e:
-            raise ValueError(f"--{option}: {e}") from None
+            raise ValueError(f"{option}: {e}") from None
 
     return make
 
@@ -212,7 +212,7 @@ def infer(names, hint=None, path="the checkpoint"):
     found = [name for name in convertible() if REGISTRY[name].heads and _has_head(REGISTRY[name], names)]
     if len(found) > 1:
         raise ValueError(f"{path} has a task head ({REGISTRY[found[0]].heads[0]}) that {len(found)} model types "
-                         f"share: pass --model_type={'|'.join(found)}")
+                         f"share: pass model_type={'|'.join(found)}")
     return found[0] if found else ENCODER
 
 

@@ -29,8 +29,10 @@ import re
 import shutil
 
 import tensorflow as tf
+from absl import logging
 
 from bert_tf import atomic_io
+from bert_tf.formats.source import checkpoint_folder
 
 STATE_DIR = "training_state"
 EXPORT_NAME = "model.ckpt"
@@ -135,6 +137,14 @@ def write_results(directory, results, name=RESULTS_FILE):
     atomic_io.write_file(os.path.join(directory, name), "".join(f"{k} = {results[k]}\n" for k in sorted(results)))
 
 
+def report_results(directory, results, name=RESULTS_FILE):
+    """Logs `results` ({key: value}) and writes them to `directory/name` (`write_results`)."""
+    logging.info("***** Eval results *****")
+    for key in sorted(results):
+        logging.info("  %s = %s", key, results[key])
+    write_results(directory, results, name)
+
+
 def read_results(directory, name=RESULTS_FILE):
     """{key: float} of the numeric `key = value` lines of `write_results`' file."""
     results = {}
@@ -184,8 +194,26 @@ def check_resumable(directory, config, settings):
         if differences:
             raise ValueError(f"{directory} holds the training state of step {states[-1]} of a model with another "
                              f"config ({CONFIG_FILE}: {', '.join(differences)}); it is left unchanged. Rerun with "
-                             "the config it was trained with to resume it, or choose another --output_dir")
+                             "the config it was trained with to resume it, or choose another output_dir")
     return _changed(_read_settings(directory).get("settings", {}), settings)
+
+
+def check_training_start(directory, init_checkpoint, config, settings):
+    """Before a training run writes anything in `directory`: ValueError when `directory` is the folder of
+    `init_checkpoint` (a path, an opened CheckpointSource or None; training would write its checkpoints and
+    `checkpoint` index over the model it starts from) or holds the training state of a model with another
+    config (`check_resumable`: the state is left unchanged); a warning naming each of `settings`
+    ({name: value}) that differs from the value that state was trained with."""
+    if init_checkpoint is not None:
+        path = getattr(init_checkpoint, "path", init_checkpoint)
+        if os.path.realpath(checkpoint_folder(path)) == os.path.realpath(directory):
+            raise ValueError(f"output_dir={directory} is the folder of init_checkpoint={path}: training would "
+                             "write its checkpoints and `checkpoint` index over the model it starts from; choose "
+                             "another output_dir")
+    changed = check_resumable(directory, config, settings)
+    if changed:
+        logging.warning("Resuming %s with other settings than it was trained with: %s (recorded in %s)", directory,
+                        ", ".join(f"{name} {old} -> {new}" for name, (old, new) in changed.items()), SETTINGS_FILE)
 
 
 def record_settings(directory, settings):

@@ -124,7 +124,7 @@ def test_restore_directory_puts_the_previous_folder_back_only_when_the_folder_is
 def test_remove_leftovers_removes_temporaries_of_ended_processes_only(tmp_path):
     dead = _dead_pid()
     leftovers = [f"x.incomplete-{dead}", "model.ckpt-3.data-00000-of-00001.tempstate123",
-                 f".tmp-{dead}-model.ckpt-3.index", f".write_test_{dead}"]
+                 f".write_test.incomplete-{dead}"]
     kept = [f"x.incomplete-{os.getpid()}", "model.ckpt-3.index", "checkpoint", "eval_results.txt"]
     for name in leftovers + kept:
         (tmp_path / name).write_text("x")

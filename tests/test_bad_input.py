@@ -119,10 +119,8 @@ def test_export_max_seq_length(tmp_path):
 
 @pytest.mark.parametrize("flags, message", [
     ({"train_batch_size": -8}, "--train_batch_size=-8 must be >= 1"),
-    ({"pretraining_objective": "ltr", "use_next_sentence_label": True},
-     "--use_next_sentence_label=True contradicts --pretraining_objective=ltr, which has no next sentence "
-     "prediction; drop --use_next_sentence_label"),
-], ids=["train_batch_size", "ltr_with_next_sentence"])
+    ({"max_predictions_per_seq": 40}, "--max_predictions_per_seq=40 must be between 1 and --max_seq_length=32"),
+], ids=["train_batch_size", "max_predictions_per_seq"])
 def test_pretraining_flags(pretraining_data, tmp_path, flags, message):
     """(eval_batch_size has the same check as train_batch_size: test_classifier_flags runs it.)"""
     error = pretraining_script.run(base_args(pretraining_data, str(tmp_path / "out"), **flags), expect_error=True)

@@ -248,3 +248,17 @@ def test_batches_are_split_among_the_replicas_of_a_mirrored_strategy():
     lines = [line.split() for line in done.stdout.splitlines() if line.startswith("max difference")]
     assert [line[2] for line in lines] == ["False", "True"] and all(line[4] == "True" for line in lines)
     assert all(float(line[3]) <= TOLERANCE for line in lines), lines
+
+
+def test_pairs_of_an_embedder_keep_their_embedding_axis(tiny_config):
+    """A pair embedder's outputs [N, 2, H] have no axis that follows the width (H is unknown in its traced
+    shape, and is not the width): they come back as computed, not padded as per-token outputs."""
+    keras.utils.set_random_seed(5)
+    model = BertSentenceEmbedder(tiny_config, "mean", True)
+    features = {k: v.reshape(6, 2, 24) for k, v in random_inputs(tiny_config, 12, 24, seed=6).items()}
+    features["input_mask"][0, 1] = 1
+    got = BatchedInference(lambda inputs: model(inputs, training=False)).predict(features, batch_size=4)
+    expected = model(features, training=False)
+    for got_part, expected_part in zip(tf.nest.flatten(got), tf.nest.flatten(expected)):
+        assert got_part.shape == tuple(expected_part.shape)
+        np.testing.assert_allclose(got_part, expected_part, atol=TOLERANCE)

@@ -6,16 +6,16 @@ one, and the same flags required to evaluate it. The SavedModel export is in tes
 import numpy as np
 import pytest
 
-from bert_tf import load_checkpoint, save_checkpoint
+from bert_tf import conversion, load_checkpoint, save_checkpoint
 from bert_tf.checkpoints import open_checkpoint
 from bert_tf.export import serving_models
-from bert_tf.formats import convert
 from bert_tf.modeling.layers.sequence_bilstm import SequenceBiLSTM
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 from tests.helpers.finetuning_scripts import results, run, write_files
+from tests.helpers.model_inputs import padded_inputs
 
 BILSTM = {"task_head": "bilstm", "bilstm_size": 6, "bilstm_layers": 2}
 
@@ -50,16 +50,6 @@ def numpy_bilstm(layer, x, mask):
                       for direction in ("forward", "backward")]
         x = np.concatenate([directions[0][0], directions[1][0]], axis=-1)
     return x, np.concatenate([directions[0][1], directions[1][1]], axis=-1)
-
-
-def padded_inputs(config, shape, seed=0):
-    """Encoder inputs int32 `shape` with random lengths >= 2 (the rest padding)."""
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(2, shape[-1] + 1, size=shape[:-1])
-    lengths.flat[0] = 2  # at least one row mostly padding
-    mask = (np.arange(shape[-1]) < lengths[..., None]).astype(np.int32)
-    return {"input_ids": (rng.integers(1, config.vocab_size, size=shape) * mask).astype(np.int32),
-            "input_mask": mask, "segment_ids": np.zeros(shape, np.int32)}
 
 
 def test_sequence_bilstm_is_a_masked_bidirectional_lstm(tiny_config):
@@ -129,8 +119,8 @@ def test_a_linear_checkpoint_leaves_the_bilstm_head_missing_and_the_options_trav
     assert exported.head_options() == BILSTM
     inputs = padded_inputs(tiny_config, (5, 8))
     np.testing.assert_array_equal(exported(inputs), bilstm(inputs))
-    with pytest.raises(ValueError, match="has a bilstm task head .* pass --model_type=encoder"):
-        convert.convert(prefix, str(tmp_path / "hf"), "huggingface", tiny_config, vocab_file="vocab.txt")
+    with pytest.raises(ValueError, match="has a bilstm task head .* pass model_type=encoder"):
+        conversion.convert(prefix, str(tmp_path / "hf"), "huggingface", tiny_config, vocab_file="vocab.txt")
     assert not (tmp_path / "hf").exists()
 
 
@@ -153,7 +143,7 @@ def test_run_ner_trains_a_bilstm_head_over_a_linear_one_and_needs_its_flags_to_e
                                                               "bilstm_layers": 1}
     again = run("run_ner.py", tiny_model_dir, data_dir=data, output_dir=tmp_path / "bilstm", do_eval=True)
     assert again.returncode == 1
-    assert ("was fine-tuned with --task_head=bilstm --bilstm_size=8 --bilstm_layers=1; pass the same flags to "
+    assert ("was fine-tuned with --task_head=bilstm --bilstm_size=8 --bilstm_layers=1; pass the same options to "
             "evaluate or predict with it (this run has --task_head=linear)") in again.stderr
     dead = run("run_ner.py", tiny_model_dir, data_dir=data, output_dir=tmp_path / "dead", do_train=True,
                bilstm_size=8)

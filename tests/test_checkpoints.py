@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder
 from bert_tf.checkpoints import load_checkpoint, open_checkpoint, save_checkpoint
-from bert_tf.formats.convert import convert
+from bert_tf.conversion import convert
 from bert_tf.formats.huggingface import hf_to_canonical
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -231,3 +231,27 @@ def test_a_command_opens_its_checkpoint_once(command, minilm_dir, tmp_path):
     assert opened.count(str(minilm_dir)) == 1
     # Any other is what the command wrote (convert_checkpoint checks that an encoder loads from its output).
     assert all(path.startswith(str(tmp_path / "out")) for path in opened if path != str(minilm_dir))
+
+
+def _bert_tf_imports(path):
+    """The bert_tf modules that the Python file `path` imports (at its top or inside functions)."""
+    names = set()
+    for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bert_tf"):
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names if alias.name.startswith("bert_tf"))
+    return names
+
+
+def test_the_codecs_are_one_layer_below_loading_and_conversion():
+    """formats/ (the codecs) import neither checkpoints.py nor conversion.py nor a model; config.py imports
+    no format module (docs/DESIGN.md section 3.4)."""
+    formats = os.path.join(ROOT, "bert_tf", "formats")
+    above = ("bert_tf.checkpoints", "bert_tf.conversion", "bert_tf.modeling.encoder", "bert_tf.modeling.tasks")
+    for name in sorted(os.listdir(formats)):
+        if name.endswith(".py"):
+            wrong = sorted(n for n in _bert_tf_imports(os.path.join(formats, name)) if n.startswith(above))
+            assert not wrong, f"bert_tf/formats/{name} imports {wrong}"
+    config_imports = _bert_tf_imports(os.path.join(ROOT, "bert_tf", "config.py"))
+    assert not [n for n in config_imports if "formats" in n], config_imports

@@ -339,7 +339,7 @@ def test_any_sequence_length_up_to_the_limit(client, minilm, full_tokenizer):
     expected = run_model(minilm[2], cut(packed, length), ["pooled_output"])["pooled_output"]
     assert_close(text["pooled_output"], expected, "short serve_text")
     errors = client[1]
-    assert "exceeds the export limit of 64 tokens (export_model.py --max_seq_length): T =] [600]" in \
+    assert "exceeds the export limit of 64 tokens (the max_seq_length of the export): T =] [600]" in \
         errors["too_long"]
     assert "input_mask must have the shape of input_ids" in errors["shapes_differ"]
     assert "[2 16] [2 24] [2 16]" in errors["shapes_differ"]
@@ -526,7 +526,7 @@ def test_export_model_script_errors(minilm_dir, tmp_path):
               f"--init_checkpoint={minilm_dir}"]
     cases = {
         "--model_type=classifier": "has no output_weights: not a fine-tuned classifier checkpoint (pass a "
-                                   "fine-tuning --output_dir",
+                                   "fine-tuning output_dir or one of its model.ckpt-N as --init_checkpoint",
         "--model_type=squad --label_list=a,b": "--label_list is for --model_type=classifier or ner, not squad",
         "--model_type=pretrainer": "lacks 5 variable(s) of the pretrainer model (cls/predictions/",
         "--export_format=hub --export_dtype=bfloat16": "--export_format=hub is for fine-tuning (float32 trainable "

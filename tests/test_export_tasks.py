@@ -343,7 +343,7 @@ def test_export_model_task_errors(finetuned, tmp_path):
         f"--model_type=classifier --label_list=x --init_checkpoint={finetuned}/regression":
             "--label_list: bert_classifier is a regression model (num_labels=1): it has no labels",
         f"--model_type=squad --init_checkpoint={finetuned}/squad_no_config":
-            "(native checkpoint) carries no config: pass --bert_config_file",
+            "(native checkpoint) carries no config: give its config file (--bert_config_file)",
     }
     # One export folder each: the cases run at once, and a command holds its folder's lock.
     scripts = {flags: export_script(*flags.split(), *common, f"--export_dir={tmp_path / f'never_written_{i}'}")

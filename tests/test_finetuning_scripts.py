@@ -3,6 +3,8 @@ uncased vocab, 2 layers of 32) for a few steps: every task family, every output 
 
 import json
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ from bert_tf.data.tasks import multiple_choice
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.tokenization import FullTokenizer
 from tests.helpers.configs import script_config, write_config
-from tests.helpers.finetuning_scripts import results, run, write_files
+from tests.helpers.finetuning_scripts import ROOT, results, run, write_files
 from tests.helpers.task_data import GLUE, SWAG_HEADER, SWAG_ROWS
 
 pytestmark = pytest.mark.subprocess
@@ -198,3 +200,53 @@ def test_reruns_that_do_not_fit_the_run_change_nothing_and_say_why(tiny_model_di
     assert into_model.stderr.strip().splitlines()[-1].startswith(
         f"Error: --output_dir={model_dir} is the folder of --init_checkpoint={tiny_model_dir['init_checkpoint']}: ")
     assert not (model_dir / "checkpoint").exists()
+
+
+PYTHON_CLASSIFIER = """
+import sys
+from bert_tf import BertConfig
+from bert_tf.training.classifier_run import ClassifierTask, run_classifier
+from bert_tf.training.finetuning import FineTuningOptions
+from bert_tf.training.finetuning_run import RunOptions
+
+config_file, vocab_file, checkpoint, data_dir, output_dir = sys.argv[1:]
+options = RunOptions(output_dir=output_dir, config=BertConfig.from_json_file(config_file), vocab_file=vocab_file,
+                     init_checkpoint=checkpoint, max_seq_length=32, do_train=True, do_eval=True, do_predict=True,
+                     training=FineTuningOptions(train_batch_size=1, num_train_epochs=2, seed=3))
+print("RESULTS", run_classifier(options, ClassifierTask(data_dir=data_dir, task_name="mrpc")))
+"""
+
+
+@pytest.mark.slow
+def test_fine_tuning_from_python_gives_the_commands_outputs(tiny_model_dir, tmp_path):
+    """`run_classifier(RunOptions(...), ClassifierTask(...))`, what a notebook calls, writes what
+    run_classifier.py writes with the same flags: eval_results.txt, test_results.tsv, the leaderboard file,
+    labels.txt and the fine-tuned weights."""
+    data = write_files(tmp_path, {k[len("MRPC/"):]: v for k, v in GLUE.items() if k.startswith("MRPC/")})
+    command, python = tmp_path / "command", tmp_path / "python"
+    done = run("run_classifier.py", tiny_model_dir, task_name="MRPC", data_dir=data, output_dir=command,
+               do_train=True, do_eval=True, do_predict=True, train_batch_size=1, num_train_epochs=2, seed=3)
+    assert done.returncode == 0, done.stderr[-3000:]
+    args = [str(tiny_model_dir[name]) for name in ("bert_config_file", "vocab_file", "init_checkpoint")]
+    called = subprocess.run([sys.executable, "-c", PYTHON_CLASSIFIER, *args, str(data), str(python)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert called.returncode == 0, called.stderr[-3000:]
+    assert "RESULTS {" in called.stdout
+    assert results(python) == pytest.approx(results(command), rel=1e-5)
+    for name in ("test_results.tsv", "labels.txt", "MRPC.tsv"):
+        assert (python / name).read_text() == (command / name).read_text(), name
+    weights = [load_checkpoint_tensors(directory) for directory in (command, python)]
+    assert sorted(weights[0]) == sorted(weights[1]) and len(weights[0]) > 20
+    for name in weights[0]:
+        if weights[0][name].dtype.kind in "OSU":  # the embedded config and head options
+            assert weights[0][name] == weights[1][name], name
+        else:
+            np.testing.assert_allclose(weights[0][name], weights[1][name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def load_checkpoint_tensors(output_dir):
+    """{name: array} of the newest model.ckpt-N of `output_dir`."""
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(output_dir)))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}

@@ -18,8 +18,8 @@ import pytest
 
 from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory, save_checkpoint
 from bert_tf.checkpoints import open_checkpoint
+from bert_tf.conversion import convert
 from bert_tf.formats import huggingface, keras_hub
-from bert_tf.formats.convert import convert
 from bert_tf.modeling.checkpoint_names import POOLER_SCOPE
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
@@ -308,7 +308,7 @@ def test_bad_input_is_one_clear_error_and_writes_nothing(finetuned, minilm, tmp_
     assert not out.exists()
     refused(finetuned["squad"], "KerasHub has no squad task", "keras_hub")
     refused(finetuned["pretrainer"], "KerasHub has no pretrainer task", "keras_hub")
-    refused(finetuned["classifier"], r"pass --model_type=classifier\|ner\|multiple_choice", "huggingface")
+    refused(finetuned["classifier"], r"pass model_type=classifier\|ner\|multiple_choice", "huggingface")
     refused(finetuned["encoder"], "no cls/squad/.*not a squad model", "huggingface", "squad")
     exact_eps = BertConfig(**{**config.to_dict(), "layer_norm_eps": 1e-5})
     with pytest.raises(ValueError, match="layer_norm_eps=1e-05: KerasHub's BertBackbone fixes it"):

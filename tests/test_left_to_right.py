@@ -273,7 +273,7 @@ def test_huggingface_export_of_an_ltr_pretrainer_is_a_causal_lm(tmp_path):
     """An LTR pretrainer converts to transformers' BertLMHeadModel with `is_decoder: true`, which reads back
     as causal_attention; KerasHub, which has no causal attention, refuses it."""
     from bert_tf.checkpoints import save_checkpoint
-    from bert_tf.formats.convert import convert
+    from bert_tf.conversion import convert
 
     config = tiny_config(causal_attention=True)
     pretrainer = BertPretrainer(config, "ltr")

@@ -48,7 +48,7 @@ def test_each_entry_agrees_with_its_model(name, tiny_config, tmp_path):
         assert model_types.infer(names, hint=name) == name
         if name in SHARED_HEAD:
             with pytest.raises(ValueError, match=r"has a task head \(output_weights\) that 3 model types share: "
-                                                 r"pass --model_type=classifier\|ner\|multiple_choice"):
+                                                 r"pass model_type=classifier\|ner\|multiple_choice"):
                 model_types.infer(names)
         else:
             assert model_types.infer(names) == name

@@ -413,7 +413,7 @@ def test_bad_corpora_are_clear_errors_and_leave_nothing(tmp_path, tokenizer):
         create(tmp_path, tokenizer, b"\n\n  \n")
     with pytest.raises(ValueError, match="1 document"):
         create(tmp_path, tokenizer, b"Only one document.\nIt has two sentences.\n")
-    with pytest.raises(ValueError, match=r"in\.txt:3: invalid UTF-8.*--invalid_utf8=skip"):
+    with pytest.raises(ValueError, match=r"in\.txt:3: invalid UTF-8.*invalid_utf8=skip"):
         create(tmp_path, tokenizer, b"First document.\n\nSecond \xff document.\n")
     assert os.listdir(tmp_path) == ["in.txt"]
 

@@ -66,7 +66,7 @@ def test_two_phase_training_mlm_only_and_eval_only(pretraining_data, tmp_path):
     phase2 = str(tmp_path / "phase2")
     output = run(base_args(pretraining_data, phase2, input_file=long_records, init_checkpoint=phase1,
                            max_seq_length=64, max_predictions_per_seq=10, num_train_steps=3,
-                           use_next_sentence_label=False))
+                           pretraining_objective="mlm"))
     assert re.search(r"Loaded native checkpoint .*phase1/model.ckpt-6: 44 mapped, 2 ignored, 0 missing", output)
     assert sorted(read_eval_results(phase2)) == ["global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
                                                  "masked_lm_perplexity"]
@@ -161,7 +161,7 @@ def test_dynamic_masking_with_our_create_pretraining_data(pretraining_data, tmp_
 CASES_RUNNER = """
 import json, sys
 from absl import flags
-from bert_tf.cli import run_pretraining
+from bert_tf.cli import run_pretraining, scripting
 for argv in json.loads(sys.argv[1]):
     flags.FLAGS.unparse_flags()
     flags.FLAGS(["run_pretraining.py"] + argv)
@@ -169,7 +169,7 @@ for argv in json.loads(sys.argv[1]):
         run_pretraining.main([])
         print("NO ERROR")
     except (ValueError, OSError) as e:
-        print("Error:", str(e).replace(chr(10), " "))
+        print("Error:", scripting.error_line(e))  # the command's line: parameters named as its flags
 """
 
 
@@ -206,3 +206,38 @@ def test_bad_input_fails_before_training(pretraining_data, tmp_path):
 def test_script_error_is_one_line(pretraining_data, tmp_path):
     error = run(base_args(pretraining_data, str(tmp_path / "out"), max_seq_length=64), expect_error=True)
     assert "records have input_ids of length 32 but --max_seq_length=64" in error
+
+
+PYTHON_RUN = """
+import sys
+from bert_tf import BertConfig
+from bert_tf.training.pretraining import PretrainingOptions, pretrain
+
+records, output_dir, config_file = sys.argv[1:]
+options = PretrainingOptions(input_file=records, output_dir=output_dir, config=BertConfig.from_json_file(config_file),
+                             max_seq_length={seq}, max_predictions_per_seq={predictions}, do_eval=True,
+                             train_batch_size=8, eval_batch_size=8, learning_rate=1e-3, num_train_steps=4,
+                             num_warmup_steps=2, save_checkpoints_steps=2, iterations_per_loop=2, max_eval_steps=2,
+                             seed=7, deterministic=True)
+print("RESULTS", pretrain(options))
+"""
+
+
+@pytest.mark.slow
+def test_pretraining_from_python_gives_the_commands_outputs(pretraining_data, tmp_path):
+    """`pretrain(PretrainingOptions(...))`, what a notebook calls, writes what run_pretraining.py writes with
+    the same flags: the same final weights bit for bit (deterministic ops, one seed) and the same results."""
+    command_dir, python_dir = str(tmp_path / "command"), str(tmp_path / "python")
+    run(base_args(pretraining_data, command_dir, num_train_steps=4, save_checkpoints_steps=2, iterations_per_loop=2,
+                  max_eval_steps=2, seed=7, deterministic=True))
+    script = PYTHON_RUN.format(seq=SEQ, predictions=PREDICTIONS)
+    done = subprocess.run([sys.executable, "-c", script, pretraining_data["records"], python_dir,
+                           pretraining_data["config"]], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "RESULTS {" in done.stdout
+    assert read_eval_results(python_dir) == read_eval_results(command_dir)
+    command, python = (tf.train.load_checkpoint(os.path.join(d, "model.ckpt-4")) for d in (command_dir, python_dir))
+    names = sorted(command.get_variable_to_shape_map())
+    assert names == sorted(python.get_variable_to_shape_map()) and len(names) > 20
+    for name in names:
+        np.testing.assert_array_equal(command.get_tensor(name), python.get_tensor(name), err_msg=name)

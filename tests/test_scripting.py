@@ -174,3 +174,24 @@ def test_what_dies_while_tensorflow_starts_is_still_shown(tmp_path):
     done = subprocess.run([sys.executable, "-c", "import bert_tf.cli, tensorflow"], capture_output=True, text=True,
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}", "TF_CPP_MIN_LOG_LEVEL": "1"})
     assert done.returncode == -signal.SIGABRT and done.stderr == KEPT_LINES, done.stderr
+
+
+def test_library_parameters_are_written_as_the_commands_flags():
+    """The library names its parameters as Python does; a command's error line names them as its flags (one
+    translation table, `scripting.FLAG_OF_PARAMETER`), and leaves paths, file names, `code` and words alone."""
+    from bert_tf.cli.scripting import as_flags
+
+    names = {"max_seq_length", "vocab_file", "output_dir", "init_checkpoint", "layers", "export_dtype", "do_train"}
+    cases = {
+        "max_seq_length=600 must be between 2 and max_position_embeddings=512":
+            "--max_seq_length=600 must be between 2 and max_position_embeddings=512",
+        "output_dir=/tmp/output_dir/a is the folder of init_checkpoint=/x; choose another output_dir":
+            "--output_dir=/tmp/output_dir/a is the folder of --init_checkpoint=/x; choose another --output_dir",
+        "needs vocab_file; /data/vocab_file.txt is missing": "needs --vocab_file; /data/vocab_file.txt is missing",
+        "layers='x': integers; the layers of the model": "--layers='x': integers; the layers of the model",
+        "dtype='int4': expected float32": "--export_dtype='int4': expected float32",
+        "At least one of `do_train` or `do_eval` must be True": "At least one of `do_train` or `do_eval` must be True",
+        "--vocab_file is required": "--vocab_file is required",
+    }
+    for message, expected in cases.items():
+        assert as_flags(message, names) == expected

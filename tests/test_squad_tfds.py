@@ -118,13 +118,13 @@ def test_the_tfds_set_must_be_squad_and_agree_with_version_2_with_negative():
     with tfds.testing.mock_data():
         squad_tfds.check_tfds_squad("squad/v1.1", None, False)
         squad_tfds.check_tfds_squad("squad/v2.0", None, True)
-        with pytest.raises(ValueError, match=r"--tfds_name=squad/v2.0 has unanswerable questions \(SQuAD 2.0\): "
-                                             r"pass --version_2_with_negative=True"):
+        with pytest.raises(ValueError, match=r"tfds_name=squad/v2.0 has unanswerable questions \(SQuAD 2.0\): "
+                                             r"pass version_2_with_negative=True"):
             squad_tfds.check_tfds_squad("squad/v2.0", None, False)
-        with pytest.raises(ValueError, match=r"--version_2_with_negative=True needs SQuAD 2.0 data, but "
-                                             r"--tfds_name=squad/v1.1 has no unanswerable questions"):
+        with pytest.raises(ValueError, match=r"version_2_with_negative=True needs SQuAD 2.0 data, but "
+                                             r"tfds_name=squad/v1.1 has no unanswerable questions"):
             squad_tfds.check_tfds_squad("squad/v1.1", None, True)
-        with pytest.raises(ValueError, match=r"--tfds_name=glue/mrpc is not a SQuAD data set: it has no 'id' "
+        with pytest.raises(ValueError, match=r"tfds_name=glue/mrpc is not a SQuAD data set: it has no 'id' "
                                              r"feature \(it has \['idx', 'label', 'sentence1', 'sentence2'\]"):
             squad_tfds.check_tfds_squad("glue/mrpc", None, False)
 

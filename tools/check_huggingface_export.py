@@ -26,8 +26,8 @@ sys.path.insert(0, ROOT)
 
 from bert_tf import BertConfig, FullTokenizer, atomic_io  # noqa: E402
 from bert_tf.checkpoints import open_checkpoint  # noqa: E402
+from bert_tf.conversion import convert  # noqa: E402
 from bert_tf.export.serving_models import build_model  # noqa: E402
-from bert_tf.formats.convert import convert  # noqa: E402
 from tools import pypi_data  # noqa: E402
 
 MAX_SEQ_LENGTH = 128

@@ -315,7 +315,7 @@ summary() {
     remove="rm -rf $out"
     [ "$out" != demo_output ] || remove="make clean"
     echo "Disk:  $out/ holds $size ($state of it resume state: the training_state/ folders); \`$remove\` removes it"
-    echo "Model: $out/minilm/ (bert_config.json, vocab.txt, bert_model.ckpt): BERT_DIR=$out/minilm in the README"
+    echo "Model: $out/minilm/ (bert_config.json, vocab.txt, bert_model.ckpt): BERT_DIR=$out/minilm in the guides (docs/)"
     echo "Logs:  $out/logs/ (every command's whole output); this table: $out/summary.txt"
   } | tee "$out/summary.txt"
   if [ "${#missing[@]}" -gt 0 ]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The paper's experiments at small scale (Devlin et al. 2019, Tables 5, 6 and 7), on pip-installed data, end
-# to end; the README section "The paper's experiments at small scale" shows the tables this writes.
+# to end; docs/paper_experiments.md shows the tables this writes.
 #
 #     bash tools/reproduce_paper.sh [OUTPUT_DIR] [TABLE...]     (default paper_output; tables 7 5 6)
 #

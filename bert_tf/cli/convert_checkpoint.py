@@ -19,9 +19,9 @@ exist or be empty; it appears complete or not at all.
 
 from absl import flags, logging
 
-from bert_tf import BertConfig, model_types
+from bert_tf import checkpoints, model_types
 from bert_tf.cli import model_flags, scripting
-from bert_tf.formats.convert import OUTPUT_FORMATS, convert
+from bert_tf.conversion import OUTPUT_FORMATS, convert
 
 FLAGS = flags.FLAGS
 model_flags.define("init_checkpoint", "bert_config_file", "vocab_file", "do_lower_case")
@@ -40,18 +40,8 @@ flags.mark_flag_as_required("output_dir")
 
 def main(_):
     logging.set_verbosity(logging.INFO)
-    source = model_flags.init_checkpoint()  # opened once: the checks and the conversion read this
-    if FLAGS.bert_config_file:
-        config = BertConfig.from_json_file(FLAGS.bert_config_file)
-        model_flags.check_init_checkpoint(config)
-    else:
-        config_file = model_flags.beside_init_checkpoint("bert_config.json", "config.json")
-        if source.config is not None:
-            config = BertConfig.from_dict(source.config, source=FLAGS.init_checkpoint)
-        elif config_file:
-            config = BertConfig.from_json_file(config_file)
-        else:
-            raise ValueError(f"{FLAGS.init_checkpoint}: no config found beside it; pass --bert_config_file")
+    source = model_flags.init_checkpoint()  # opened once: the config, the checks and the conversion read this
+    config = checkpoints.config_of(source, FLAGS.bert_config_file)  # the flag's, else the checkpoint's own
     vocab = FLAGS.vocab_file or source.vocab_file
     convert(source, FLAGS.output_dir, FLAGS.output_format, config, FLAGS.model_type, vocab,
             FLAGS.do_lower_case)

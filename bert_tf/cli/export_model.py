@@ -14,7 +14,7 @@ padded to the request's longest input rounded up to 8 (`--pad_to_max_length`: al
 (batch 1: one raw string in, or ids with `--tflite_inputs=ids`; see bert_tf/export/tflite.py). Loading any
 of them needs `import tensorflow_text`.
 
-Precision (see the README's Serving section for which to choose): `--export_dtype=bfloat16` stores the
+Precision (docs/export_and_serving.md says which to choose): `--export_dtype=bfloat16` stores the
 variables in bfloat16 and runs the matmuls in it (LayerNorm, softmax and the outputs stay float32);
 `--quantize=int8` stores the dense kernels as int8 with per-output-channel scales (a SavedModel dequantizes
 them per call: smaller, not faster; a .tflite file gets LiteRT's dynamic-range int8 kernels: faster).

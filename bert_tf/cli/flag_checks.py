@@ -7,6 +7,8 @@ import os
 
 from absl import flags
 
+from bert_tf.data import packing
+
 FLAGS = flags.FLAGS
 
 
@@ -20,12 +22,8 @@ def check_at_least(minimum, *names, reason=None):
 
 
 def check_max_seq_length(segments):
-    """ValueError unless --max_seq_length holds [CLS] and, for each of the `segments` texts of an example (1:
-    single texts, 2: pairs), a word piece and its [SEP]: >= 3 for single texts, >= 5 for pairs. A shorter
-    length packs examples without any text (truncation keeps max_seq_length - 2 pieces of a single text,
-    max_seq_length - 3 of a pair)."""
-    what = "the text and [SEP]" if segments == 1 else f"each of the {segments} texts and a [SEP] after each"
-    check_at_least(1 + 2 * segments, "max_seq_length", reason=f"room for [CLS], a word piece of {what}")
+    """`packing.check_max_seq_length` of --max_seq_length for examples of `segments` texts."""
+    packing.check_max_seq_length(FLAGS.max_seq_length, segments)
 
 
 def check_input_file(name):

@@ -9,7 +9,6 @@ and defaults); a script marks them required itself when it has no default for th
 """
 
 import functools
-import os
 
 from absl import flags
 
@@ -71,13 +70,6 @@ def init_checkpoint_folder():
     return checkpoint_folder(path) if path else None
 
 
-def beside_init_checkpoint(*names):
-    """The first of `names` (paths relative to --init_checkpoint's folder) that is a file there, or None: the
-    config that came with the checkpoint."""
-    directory = init_checkpoint_folder()
-    return next((os.path.join(directory, n) for n in names if os.path.isfile(os.path.join(directory, n))), None)
-
-
 @functools.lru_cache(maxsize=None)
 def _open(path):
     from bert_tf import checkpoints  # TensorFlow: not for the commands that never start it
@@ -97,6 +89,10 @@ def check_init_checkpoint(config):
     from bert_tf import checkpoints  # TensorFlow: not for the commands that never start it
 
     if FLAGS.init_checkpoint:
-        config_file = FLAGS["bert_config_file"].value
-        checkpoints.check_fits(config, init_checkpoint(),
-                               f"--bert_config_file={config_file}" if config_file else "its config")
+        checkpoints.check_fits(config, init_checkpoint(), config_name())
+
+
+def config_name():
+    """What an error calls the config: `--bert_config_file=<path>`, or "its config" (the checkpoint's own)."""
+    config_file = FLAGS["bert_config_file"].value
+    return f"--bert_config_file={config_file}" if config_file else "its config"

@@ -25,6 +25,7 @@ from bert_tf.data.tasks import pairs
 from bert_tf.evaluation.retrieval import retrieval_metrics
 from bert_tf.formats import sentence_transformers
 from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
+from bert_tf.training import finetuning_run
 
 FLAGS = flags.FLAGS
 model_flags.define("pooling", "normalize")
@@ -59,15 +60,15 @@ def evaluate(tuner, tokenizer):
 
 
 def main(_):
-    strategy, config, tokenizer = finetuning_flags.setup(modes=("do_train", "do_eval"))
-    options = sentence_transformers.embedder_options(FLAGS.init_checkpoint or FLAGS.output_dir, FLAGS.pooling,
-                                                     FLAGS.normalize)  # the length: --max_seq_length
-    tuner = finetuning_flags.create_finetuner(strategy, lambda: BertSentenceEmbedder(
-        config, options["pooling"], options["normalize"], FLAGS.scale))
-    sentence_transformers.write_settings(FLAGS.output_dir, options["pooling"], options["normalize"],
+    strategy, options, tokenizer = finetuning_flags.setup(modes=("do_train", "do_eval"))
+    embedder = sentence_transformers.embedder_options(FLAGS.init_checkpoint or FLAGS.output_dir, FLAGS.pooling,
+                                                      FLAGS.normalize)  # the length: --max_seq_length
+    tuner = finetuning_run.create_finetuner(options, strategy, lambda: BertSentenceEmbedder(
+        options.config, embedder["pooling"], embedder["normalize"], FLAGS.scale))
+    sentence_transformers.write_settings(FLAGS.output_dir, embedder["pooling"], embedder["normalize"],
                                          FLAGS.max_seq_length)
     if FLAGS.do_train:
-        finetuning_flags.train(tuner, features_of("train", tokenizer), lambda: evaluate(tuner, tokenizer))
+        finetuning_run.train(tuner, options, features_of("train", tokenizer), lambda: evaluate(tuner, tokenizer))
     if FLAGS.do_eval:
         training_flags.write_results(evaluate(tuner, tokenizer))
 

@@ -33,6 +33,7 @@ from bert_tf.evaluation.probabilities import softmax_cross_entropy
 from bert_tf.feature_schema import LABEL_IDS, LAYER_FEATURES
 from bert_tf.modeling.tasks.feature_tagger import BertFeatureTagger
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
+from bert_tf.training import finetuning_run
 
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(finetuning_flags)  # its flags in --help, not only in --helpfull
@@ -105,7 +106,7 @@ def with_cached_features(tuner, features):
 
 
 def main(_):
-    strategy, config, tokenizer = finetuning_flags.setup()
+    strategy, options, tokenizer = finetuning_flags.setup()
     train = read(FLAGS.train_file)
     labels = tagging.label_list(train)
     logging.info("%d labels from %s: %s", len(labels), FLAGS.train_file, " ".join(labels))
@@ -115,12 +116,12 @@ def main(_):
     if FLAGS.do_predict:
         tagging.check_tags(read(FLAGS.test_file), labels)
     run_directory.write_labels(FLAGS.output_dir, labels)
-    tuner = finetuning_flags.create_finetuner(strategy, lambda: make_model(config, len(labels)))
+    tuner = finetuning_run.create_finetuner(options, strategy, lambda: make_model(options.config, len(labels)))
     if FLAGS.do_train:
         features, _ = convert(FLAGS.train_file, tuple(labels), tokenizer)
         if FLAGS.feature_based:
             features = with_cached_features(tuner, features)
-        finetuning_flags.train(tuner, features, lambda: evaluate(tuner, labels, tokenizer))
+        finetuning_run.train(tuner, options, features, lambda: evaluate(tuner, labels, tokenizer))
     if FLAGS.do_eval:
         training_flags.write_results(evaluate(tuner, labels, tokenizer))
     if FLAGS.do_predict:

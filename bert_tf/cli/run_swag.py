@@ -24,6 +24,7 @@ from bert_tf.evaluation import glue_metrics
 from bert_tf.evaluation.probabilities import softmax
 from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
+from bert_tf.training import finetuning_run
 
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(finetuning_flags)  # its flags in --help, not only in --helpfull
@@ -47,11 +48,11 @@ def evaluate(tuner, tokenizer):
 
 
 def main(_):
-    strategy, config, tokenizer = finetuning_flags.setup(segments=2)  # context and ending
-    tuner = finetuning_flags.create_finetuner(strategy, lambda: BertMultipleChoice(
-        config, **finetuning_flags.head_options()))
+    strategy, options, tokenizer = finetuning_flags.setup(segments=2)  # context and ending
+    tuner = finetuning_run.create_finetuner(options, strategy, lambda: BertMultipleChoice(
+        options.config, **finetuning_flags.head_options()))
     if FLAGS.do_train:
-        finetuning_flags.train(tuner, features_of("train", tokenizer), lambda: evaluate(tuner, tokenizer))
+        finetuning_run.train(tuner, options, features_of("train", tokenizer), lambda: evaluate(tuner, tokenizer))
     if FLAGS.do_eval:
         training_flags.write_results(evaluate(tuner, tokenizer))
     if FLAGS.do_predict:

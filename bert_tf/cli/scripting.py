@@ -4,7 +4,9 @@ failures of files and disks, no empty output folder left by a failed run, every 
 import contextlib
 import datetime
 import json
+import logging as std_logging
 import os
+import re
 import shutil
 import sys
 import time
@@ -23,11 +25,46 @@ def _reported(error):
 
 
 def error_line(error):
-    """The one line that reports `error`: its message, TensorFlow's first line with the error's name."""
+    """The one line that reports `error`: its message, TensorFlow's first line with the error's name; the
+    library's parameter names in it written as this command's flags (`as_flags`)."""
     if hasattr(error, "message") and hasattr(error, "error_code"):  # a tf.errors.OpError
         lines = (error.message or "").strip().splitlines()
         return f"TensorFlow {type(error).__name__}: {lines[0] if lines else 'no message'}"
-    return " ".join(str(error).split("\n")).strip()
+    return as_flags(" ".join(str(error).split("\n")).strip())
+
+
+# The library's parameters that a command's flag of another name sets (the one translation table); every
+# other parameter has its flag's name.
+FLAG_OF_PARAMETER = {"dtype": "export_dtype"}
+# A name as a word of its own: not part of a path, a file name, a longer name, `code` or an existing --flag.
+_NAME = re.compile(r"(?<![\w\-/.`])([a-z][a-z0-9_]*)(?![\w/`]|\.\w)(=?)")
+
+
+class _WarningsAsFlags(std_logging.Filter):
+    """The library's warnings as a command's user reads them: `as_flags` of their text."""
+
+    def filter(self, record):
+        if record.levelno >= std_logging.WARNING:
+            record.msg, record.args = as_flags(record.getMessage()), None
+        return True
+
+
+def as_flags(message, flag_names=None):
+    """`message` (a library error, which names parameters as Python does: `max_seq_length=600`, "pass
+    vocab_file") as a command's user reads it: each parameter that is a flag of this command (`flag_names`,
+    default: every flag defined) written as the flag, `--max_seq_length=600`, "pass --vocab_file". A name
+    without an underscore (`layers`, `quantize`) is taken for a flag only right before `=`, so plain words
+    stay words."""
+    names = set(flags.FLAGS) if flag_names is None else set(flag_names)
+
+    def flag(match):
+        name, equals = match.groups()
+        flag_name = FLAG_OF_PARAMETER.get(name, name) if equals else name
+        if flag_name in names and ("_" in name or equals):
+            return f"--{flag_name}{equals}"
+        return match.group(0)
+
+    return _NAME.sub(flag, message)
 
 
 def run(main, lock_output=True):
@@ -36,7 +73,8 @@ def run(main, lock_output=True):
     single `Error: ...` line on stderr and exit status 1 (with BERT_TF_TRACEBACK=1 in the environment, the
     traceback is printed too); other exceptions keep their traceback (they are bugs). Whatever ends a run
     early (an error, Ctrl-C), the output folders it created and wrote no file into are removed. A run that
-    ends well logs its `summary` last.
+    ends well logs its `summary` last. The library's errors and warnings name its parameters; the command's
+    user reads them as its flags (`as_flags`).
 
     lock_output: the command holds the lock of its --output_dir / --export_dir for its whole run
     (`bert_tf.run_lock`: a second run on the same folder stops at once with one line naming the holder), and
@@ -44,6 +82,7 @@ def run(main, lock_output=True):
     only for a command whose output folder appears whole, by one rename (convert_checkpoint.py)."""
 
     def guarded(argv):
+        logging.get_absl_handler().addFilter(_WarningsAsFlags())
         created, started = _new_output_directories(), time.time()
         try:
             with contextlib.ExitStack() as locks:
@@ -156,9 +195,11 @@ def _locked_folders():
     other than the chief, which holds the lock for the cluster (the chief as `distribute.is_chief` tells it:
     TF_CONFIG's `chief` task, else worker 0)."""
     if "distribution_strategy" in flags.FLAGS and flags.FLAGS.distribution_strategy == "multi_worker_mirrored":
+        from bert_tf.training.distribute import task_index  # TensorFlow: multi-worker runs start it anyway
+
         tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-        task, chief = tf_config.get("task", {}), "chief" if "chief" in tf_config.get("cluster", {}) else "worker"
-        if task and (task.get("type"), int(task.get("index", 0))) != (chief, 0):
+        task = tf_config.get("task", {})
+        if task and task_index(tf_config.get("cluster", {}), task.get("type"), int(task.get("index", 0))):
             return []
     return [flags.FLAGS[name].value for name in OUTPUT_DIRECTORY_FLAGS
             if name in flags.FLAGS and flags.FLAGS[name].value]

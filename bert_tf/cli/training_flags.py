@@ -8,15 +8,11 @@ the new ones (`--steps_per_loop`, `--tpu`, `--distribution_strategy`, `--num_gpu
 `--use_xla`, `--optimizer`, `--num_accumulation_steps`, `--seed`).
 """
 
-import os
 
-import keras
-import tensorflow as tf
 from absl import flags, logging
 
 from bert_tf import run_directory
-from bert_tf.cli import model_flags
-from bert_tf.training import distribute, optimization
+from bert_tf.training import distribute, optimization, precision
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
@@ -33,7 +29,7 @@ flags.DEFINE_alias("tpu", "tpu_name")
 flags.DEFINE_enum("distribution_strategy", "one_device", distribute.STRATEGIES, "tf.distribute strategy; "
                   "multi_worker_mirrored reads the cluster from TF_CONFIG.")
 flags.DEFINE_integer("num_gpus", None, "GPUs to use with --distribution_strategy=mirrored (default: all).")
-flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16"], "Compute dtype of the "
+flags.DEFINE_enum("mixed_precision", "float32", list(precision.POLICIES), "Compute dtype of the "
                   "matmuls (variables, LayerNorm and softmax stay float32); float16 uses dynamic loss scaling.")
 flags.DEFINE_bool("use_xla", None, "Compile the training step with XLA (default: on GPU and TPU, off on CPU, "
                   "where it is slower).")
@@ -42,9 +38,6 @@ flags.DEFINE_enum("optimizer", "adam_weight_decay", optimization.OPTIMIZERS, "ad
 flags.DEFINE_integer("num_accumulation_steps", 1, "Micro-batches per optimizer step (train_batch_size is split).")
 flags.DEFINE_integer("seed", None, "Seed of the initialisation, dropout and input order (needed for "
                      "reproducible runs; a resumed run continues exactly with or without it).")
-
-POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
-
 
 def create_strategy():
     """The strategy of the flags. Call it first: a multi-worker strategy must exist before TensorFlow starts."""
@@ -58,28 +51,18 @@ def create_strategy():
 
 
 def set_policy():
-    """Sets the seed (if any) and the Keras mixed-precision policy of --mixed_precision; returns the policy
-    name ("float32", "mixed_bfloat16" or "mixed_float16")."""
-    if FLAGS.seed is not None:
-        keras.utils.set_random_seed(FLAGS.seed)
-    policy = POLICIES[FLAGS.mixed_precision]
-    keras.mixed_precision.set_global_policy(policy)
-    return policy
+    """`precision.set_policy` of --mixed_precision and --seed; returns the policy name."""
+    return precision.set_policy(FLAGS.mixed_precision, FLAGS.seed)
 
 
 def use_xla(strategy):
-    """--use_xla, by default on for GPUs and TPUs and off on CPUs (where it measures slower)."""
-    if FLAGS.use_xla is not None:
-        return FLAGS.use_xla
-    return bool(tf.config.list_physical_devices("GPU")) or isinstance(strategy, tf.distribute.TPUStrategy)
+    """--use_xla, by default `distribute.use_xla` (on for GPUs and TPUs, off on CPUs)."""
+    return distribute.use_xla(strategy) if FLAGS.use_xla is None else FLAGS.use_xla
 
 
 def write_results(results, name=run_directory.RESULTS_FILE):
-    """`key = value` lines, sorted, in --output_dir (the original's eval_results.txt), also logged."""
-    logging.info("***** Eval results *****")
-    for key in sorted(results):
-        logging.info("  %s = %s", key, results[key])
-    run_directory.write_results(FLAGS.output_dir, results, name)
+    """`run_directory.report_results` in --output_dir (the original's eval_results.txt)."""
+    run_directory.report_results(FLAGS.output_dir, results, name)
 
 
 def flag_values(names):
@@ -88,20 +71,8 @@ def flag_values(names):
 
 
 def check_resumable(config, setting_names):
-    """Before a training run writes anything in --output_dir: ValueError when --output_dir is the folder of
-    --init_checkpoint (training would write its checkpoints and `checkpoint` index over the model it starts
-    from), or holds the training state of a model with another config (`run_directory.check_resumable`:
-    the state is left unchanged); a warning naming each flag of `setting_names` whose value differs from the
-    one that state was trained with. Returns {name: value} of those flags, for `run_directory.record_settings`."""
-    folder = model_flags.init_checkpoint_folder()
-    if folder is not None and os.path.realpath(folder) == os.path.realpath(FLAGS.output_dir):
-        raise ValueError(f"--output_dir={FLAGS.output_dir} is the folder of --init_checkpoint={FLAGS.init_checkpoint}: "
-                         "training would write its checkpoints and `checkpoint` index over the model it starts "
-                         "from; choose another --output_dir")
+    """Before a training run writes anything in --output_dir: `run_directory.check_training_start` with the
+    flags' values. Returns {name: value} of the flags `setting_names`, for `run_directory.record_settings`."""
     settings = flag_values(setting_names)
-    changed = run_directory.check_resumable(FLAGS.output_dir, config, settings)
-    if changed:
-        logging.warning("Resuming %s with other settings than it was trained with: %s (recorded in %s)",
-                        FLAGS.output_dir, ", ".join(f"--{name} {old} -> {new}" for name, (old, new) in changed.items()),
-                        run_directory.SETTINGS_FILE)
+    run_directory.check_training_start(FLAGS.output_dir, FLAGS.init_checkpoint, config, settings)
     return settings

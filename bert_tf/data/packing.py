@@ -22,6 +22,17 @@ class PackedInput:
     segment_ids: list
 
 
+def check_max_seq_length(max_seq_length, segments):
+    """ValueError unless `max_seq_length` holds [CLS] and, for each of the `segments` texts of an example (1:
+    single texts, 2: pairs), a word piece and its [SEP]: >= 3 for single texts, >= 5 for pairs. A shorter
+    length packs examples without any text (truncation keeps max_seq_length - 2 pieces of a single text,
+    max_seq_length - 3 of a pair)."""
+    what = "the text and [SEP]" if segments == 1 else f"each of the {segments} texts and a [SEP] after each"
+    if max_seq_length < 1 + 2 * segments:
+        raise ValueError(f"max_seq_length={max_seq_length} must be >= {1 + 2 * segments} (room for [CLS], a word "
+                         f"piece of {what})")
+
+
 def truncate_seq_pair(tokens_a, tokens_b, max_length):
     """Truncates two lists in place until len(tokens_a) + len(tokens_b) <= max_length.
 

@@ -62,7 +62,7 @@ from bert_tf.feature_schema import (
     SEQUENCE_OUTPUT,
 )
 from bert_tf.modeling.tasks.embedder import EMBEDDINGS, BertSentenceEmbedder
-from bert_tf.tokenization.in_graph import BertPacker, BertTokenizer, check_utf8, truncate_text
+from bert_tf.tokenization.in_graph import BertPacker, BertTokenizer, truncate_text
 
 TEXT_A, TEXT_B = "text_a", "text_b"
 EXAMPLES_INPUT = "inputs"
@@ -127,7 +127,7 @@ def _check_inputs(inputs, config, seq_length=None):
     """Asserts that the int32 [B, T] model inputs have one shape and are in range: T <= seq_length (the
     export's limit; None: the config's max_position_embeddings), ids < vocab_size, mask 0/1, segment ids
     < type_vocab_size. Returns the inputs (after the assertions)."""
-    limit, source = ((seq_length, "export_model.py --max_seq_length") if seq_length is not None
+    limit, source = ((seq_length, "the max_seq_length of the export") if seq_length is not None
                      else (config.max_position_embeddings, "the model's max_position_embeddings"))
     input_ids, input_mask, segment_ids = (inputs[name] for name in INPUT_NAMES)
     shapes = ["input_ids, input_mask, segment_ids have shapes", tf.shape(input_ids), tf.shape(input_mask),
@@ -176,7 +176,7 @@ class TextPreprocessor(tf.Module):
 
     def tokenize(self, name, strings):
         """tf.string [B] (checked to be UTF-8, `name` is in the error) -> int32 RaggedTensor [B, (tokens)]."""
-        return self.tokenizer.tokenize(check_utf8(strings, name))
+        return self.tokenizer.tokenize(strings, name)
 
     def _tokenize_for_packing(self, name, strings):
         """`tokenize` of the strings cut to what packing can read (`truncate_text`: the work and memory of a

@@ -1,3 +1,5 @@
-"""The checkpoint formats bert_tf reads and writes besides its own: HuggingFace directories (`huggingface`) and
-KerasHub presets (`keras_hub`), each mapped to and from the canonical (Google) variable names; `source`
-holds the reader's common result, `model_types` which heads a model of each kind has."""
+"""The checkpoint formats' codecs, one layer below `checkpoints.py` and `conversion.py`: Google TF1 and bert_tf
+bundles (`google`), HuggingFace directories (`huggingface`), KerasHub presets (`keras_hub`) and
+sentence-transformers settings (`sentence_transformers`), each mapped to and from the canonical (Google)
+variable names; `source` holds the readers' common result. They import `config`, `model_types` and
+`atomic_io`/`run_directory`, never `checkpoints` or a model."""

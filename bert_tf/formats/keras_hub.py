@@ -20,6 +20,7 @@ import numpy as np
 from absl import logging
 
 from bert_tf import atomic_io, model_types
+from bert_tf.config import BertConfig
 from bert_tf.formats.source import CheckpointSource, read_json
 from bert_tf.modeling.checkpoint_names import ENCODER_SCOPE, OUTPUT_BIAS, OUTPUT_WEIGHTS
 
@@ -103,25 +104,6 @@ def _keras_shape(shape, split, heads):
     return tuple(shape)
 
 
-def google_config(values, source="config"):
-    """Google bert_config.json fields of a KerasHub `BertBackbone` config.json dict (or its "config" part);
-    ValueError naming `source` when it is another architecture. hidden_act is "gelu_tanh": what KerasHub
-    computes."""
-    registered = values.get("registered_name")
-    if registered not in (None, BACKBONE):
-        raise ValueError(f"{source}: a KerasHub {registered.split('>')[-1]} preset; expected a BertBackbone")
-    config = values.get("config", values)
-    try:
-        return {"vocab_size": config["vocabulary_size"], "hidden_size": config["hidden_dim"],
-                "num_hidden_layers": config["num_layers"], "num_attention_heads": config["num_heads"],
-                "intermediate_size": config["intermediate_dim"], "hidden_act": "gelu_tanh",
-                "hidden_dropout_prob": config["dropout"], "attention_probs_dropout_prob": config["dropout"],
-                "max_position_embeddings": config["max_sequence_length"],
-                "type_vocab_size": config["num_segments"], "layer_norm_eps": LAYER_NORM_EPS}
-    except KeyError as e:
-        raise ValueError(f"{source}: a BertBackbone config without {e}") from None
-
-
 def is_preset(path):
     """Whether `path` is a folder whose config.json was written by KerasHub (any architecture)."""
     config = os.path.join(path, CONFIG_FILE)
@@ -151,7 +133,7 @@ def read_preset(path):
     `output_weights` / `output_bias`, when the preset has task.json). ValueError naming the file when it is
     another architecture, a file is missing, or a weights file is damaged."""
     config_file = os.path.join(path, CONFIG_FILE)
-    config = google_config(read_json(config_file, PRESET), config_file)
+    config = BertConfig.from_dict(read_json(config_file, PRESET), config_file).to_dict()
     heads = config["num_attention_heads"]
     layout = _layout(config["num_hidden_layers"], heads)
     weights_file = os.path.join(path, WEIGHTS_FILE)
@@ -225,7 +207,7 @@ def _check_representable(config):
                          "approximation); this model has no KerasHub equivalent")
     if config.hidden_act == "gelu":
         logging.warning("This model uses the exact (erf) GELU; KerasHub's BertBackbone computes the tanh "
-                        "approximation, so its outputs differ slightly from bert_tf's (README: Moving models)")
+                        "approximation, so its outputs differ slightly from bert_tf's (docs/interop.md)")
 
 
 def _write_h5(path, datasets):
@@ -254,7 +236,7 @@ def write_preset(weights, config, model_type, directory, vocab_file, do_lower_ca
     class_name = model_types.get(model_type).keras_hub_task
     if class_name is None:
         raise ValueError(f"KerasHub has no {model_type} task for BERT (only BertBackbone and BertTextClassifier): "
-                         "pass --model_type=encoder to write the encoder alone")
+                         "pass model_type=encoder to write the encoder alone")
     _check_representable(config)
     names = model_types.model_names(model_type, weights)
     heads = config.num_attention_heads

@@ -60,7 +60,7 @@ def embedder_options(path, pooling=None, normalize=None, max_seq_length=None):
     for name, value in given.items():
         configured = settings.get(name)
         if value is not None and configured is not None and value != configured:
-            logging.warning("--%s=%s contradicts the sentence-transformers configuration of %s (%s=%s); --%s=%s "
+            logging.warning("%s=%s contradicts the sentence-transformers configuration of %s (%s=%s); %s=%s "
                             "wins", name, value, path, name, configured, name, value)
         options[name] = next(v for v in (value, configured, DEFAULTS[name]) if v is not None)
     return options

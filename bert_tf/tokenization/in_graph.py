@@ -189,17 +189,18 @@ class BertTokenizer(keras.layers.Layer):
         # Keras cannot trace ragged outputs symbolically, so the spec is given: [B, (tokens)] int32.
         return keras.KerasTensor(tuple(strings.shape) + (None,), "int32", ragged=bool(strings.shape))
 
-    def tokenize(self, strings):
-        """tf.string [B] -> int32 RaggedTensor [B, (tokens)]; a scalar string -> int32 [tokens]."""
+    def tokenize(self, strings, name="the input of BertTokenizer"):
+        """tf.string [B] -> int32 RaggedTensor [B, (tokens)]; a scalar string -> int32 [tokens]. `name`: what
+        the error of a string that is not UTF-8 calls the input (`check_utf8`)."""
         strings = tf.convert_to_tensor(strings, tf.string)
         if strings.shape.rank == 0:
-            return self.tokenize(strings[tf.newaxis])[0]
+            return self.tokenize(strings[tf.newaxis], name)[0]
         if strings.shape.rank != 1:
             raise ValueError(f"expected a scalar or a vector of strings, got shape {strings.shape}")
         # Pure-ASCII strings (most text) take a short path of whole-string ops; the others the general one.
         is_ascii = tf.strings.regex_full_match(strings, _ASCII_ONLY)
         ascii_rows, other_rows = tf.where(is_ascii)[:, 0], tf.where(~is_ascii)[:, 0]
-        others = check_utf8(tf.gather(strings, other_rows), "the input of BertTokenizer", rows=other_rows)
+        others = check_utf8(tf.gather(strings, other_rows), name, rows=other_rows)
         ids = tf.concat([self._tokenize_ascii(tf.gather(strings, ascii_rows)), self._tokenize_unicode(others)],
                         axis=0)
         return tf.gather(ids, tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0)))

@@ -14,6 +14,16 @@ class StopTraining(Exception):
     """Raised by an `after_checkpoint` hook to end fine-tuning early."""
 
 
+# The results that are better lower, by the end of their name: losses (eval_loss, masked_lm_loss, ...) and
+# perplexities. Every other result (accuracy, F1, MCC, Pearson, exact match, MRR, ...) is better higher.
+LOWER_IS_BETTER = ("loss", "perplexity")
+
+
+def lower_is_better(metric):
+    """Whether a smaller value of the evaluation result `metric` is the better one (LOWER_IS_BETTER)."""
+    return metric.endswith(LOWER_IS_BETTER)
+
+
 class BestCheckpoint:
     """Keeps the weights of the best dev evaluation in `output_dir/best/`: its model.ckpt-N (copied from
     output_dir, where training just saved it), the `checkpoint` index file, eval_results.txt and labels.txt,
@@ -25,7 +35,7 @@ class BestCheckpoint:
 
     Args:
       output_dir: the fine-tuning output dir.
-      metric: a key of the evaluation results, e.g. "eval_accuracy"; minimised if it contains "loss".
+      metric: a key of the evaluation results, e.g. "eval_accuracy"; minimised when `lower_is_better`.
       patience: with patience > 0, `update` raises StopTraining after that many evaluations in a row without
         improvement (early stopping).
     """
@@ -33,7 +43,9 @@ class BestCheckpoint:
     def __init__(self, output_dir, metric, patience=0):
         self.output_dir, self.metric, self.patience = output_dir, metric, patience
         self.best_dir = os.path.join(output_dir, run_directory.BEST_DIR)
-        self.minimise = "loss" in metric
+        self.minimise = lower_is_better(metric)
+        logging.info("Keeping the best %s in %s (%s is better)", metric, self.best_dir,
+                     "lower" if self.minimise else "higher")
         self._history_file = os.path.join(output_dir, run_directory.EVALUATIONS_FILE)
         atomic_io.restore_directory(self.best_dir)
         self.history = {}  # step -> results
@@ -71,12 +83,12 @@ class BestCheckpoint:
         if step not in self.history:
             results = {**evaluate(), "global_step": step}
             if self.metric not in results:
-                raise ValueError(f"--best_metric={self.metric} is not an evaluation result; expected one of "
+                raise ValueError(f"best_metric={self.metric} is not an evaluation result; expected one of "
                                  f"{', '.join(sorted(results))}")
             unknown = [s for s in self.history if self.metric not in self.history[s]]
             if unknown:
                 raise ValueError(f"{self._history_file}: the evaluation of step {unknown[0]} has no "
-                                 f"{self.metric}; was this output_dir trained with another --best_metric?")
+                                 f"{self.metric}; was this output_dir trained with another best_metric?")
             best = self.best
             value = float(results[self.metric])
             logging.info("Dev evaluation at step %d: %s = %.6g (best so far %s)", step, self.metric, value,

@@ -48,6 +48,12 @@ def create_strategy(name, num_gpus=None, tpu=None, tpu_zone=None, gcp_project=No
     return strategy
 
 
+def current_strategy():
+    """The strategy of the enclosing `strategy.scope()`, else one_device (`create_strategy`): what a run
+    called from Python without a strategy runs on (TensorFlow's default strategy cannot train)."""
+    return tf.distribute.get_strategy() if tf.distribute.has_strategy() else create_strategy("one_device")
+
+
 def _cluster(strategy):
     """The multi-worker cluster spec as a dict, or None for a single-process strategy."""
     if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
@@ -66,12 +72,24 @@ def worker_index(strategy):
     cluster = _cluster(strategy)
     if not cluster:
         return 0
-    resolver = strategy.cluster_resolver
-    if resolver.task_type == "chief":
+    return task_index(cluster, strategy.cluster_resolver.task_type, strategy.cluster_resolver.task_id)
+
+
+def task_index(cluster, task_type, task_id):
+    """The index among the processes that feed input of the task `task_type`/`task_id` of `cluster` (a
+    TF_CONFIG cluster dict): the chief, if any, is 0, then the workers; index 0 is the chief of the run (the
+    one spelling of that rule: `is_chief`, and the commands' lock before any strategy exists)."""
+    if task_type == "chief":
         return 0
-    return len(cluster.get("chief", [])) + (resolver.task_id or 0)
+    return len(cluster.get("chief", [])) + (task_id or 0)
 
 
 def is_chief(strategy):
     """True for the process that writes checkpoints and summaries: the chief, or worker 0 without one."""
     return worker_index(strategy) == 0
+
+
+def use_xla(strategy):
+    """Whether XLA compiles the steps by default: on for GPUs and TPUs, off on CPUs (where it measures
+    slower)."""
+    return bool(tf.config.list_physical_devices("GPU")) or isinstance(strategy, tf.distribute.TPUStrategy)

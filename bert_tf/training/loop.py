@@ -391,7 +391,7 @@ class Trainer:
                         raise NonFiniteLossError(
                             f"loss is {results['loss']} in steps {step - num_steps + 1}-{step}; training stopped. "
                             f"The last good checkpoint is kept: {tf.train.latest_checkpoint(state_dir) or 'none yet'}"
-                            ". Lower --learning_rate, check the input, or train in float32")
+                            ". Lower learning_rate, check the input, or train in float32")
                     self._log(step, num_train_steps, results, num_steps, elapsed, seq_length, peak, writer)
                     if step % save_checkpoints_steps == 0 or step == num_train_steps:
                         self._save(step, state, write_dir, data, data_dir)

@@ -88,7 +88,7 @@ class CorpusReader:
                     text = decode_line(raw, path, number)
                 except ValueError as e:
                     if self.invalid_utf8 == "error":
-                        raise ValueError(f"{e}; pass --invalid_utf8=skip to drop such lines") from None
+                        raise ValueError(f"{e}; pass invalid_utf8=skip to drop such lines") from None
                     self.skipped_lines += 1
                     logging.warning("%s; line skipped", e)
                     continue

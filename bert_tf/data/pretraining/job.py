@@ -55,19 +55,19 @@ def output_files_from_flag(output_file, num_output_shards=None):
     """
     if "{" in output_file:
         if not num_output_shards or num_output_shards < 1:
-            raise ValueError(f"--output_file={output_file!r} is a pattern: --num_output_shards must be >= 1")
+            raise ValueError(f"output_file={output_file!r} is a pattern: num_output_shards must be >= 1")
         try:
             files = [output_file.format(shard=i, num_shards=num_output_shards) for i in range(num_output_shards)]
         except (KeyError, IndexError, ValueError) as e:
-            raise ValueError(f"--output_file={output_file!r}: a pattern may use {{shard}} and {{num_shards}} "
+            raise ValueError(f"output_file={output_file!r}: a pattern may use {{shard}} and {{num_shards}} "
                              f"only ({e!r})") from None
     else:
         files = [f.strip() for f in output_file.split(",") if f.strip()]
         if num_output_shards is not None and num_output_shards != len(files):
-            raise ValueError(f"--num_output_shards={num_output_shards} but --output_file lists {len(files)} "
-                             "files; use a {shard} pattern or drop --num_output_shards")
+            raise ValueError(f"num_output_shards={num_output_shards} but output_file lists {len(files)} "
+                             "files; use a {shard} pattern or drop num_output_shards")
     if not files or len(set(files)) != len(files):
-        raise ValueError(f"--output_file={output_file!r} gives {len(files)} paths, {len(set(files))} distinct")
+        raise ValueError(f"output_file={output_file!r} gives {len(files)} paths, {len(set(files))} distinct")
     for path in files:
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):

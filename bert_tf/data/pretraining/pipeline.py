@@ -70,14 +70,14 @@ def check_records(files, max_seq_length, max_predictions_per_seq, vocab_size, ma
         for name, expected in lengths.items():
             if name not in features:
                 raise ValueError(f"{files[0]}: records have no {name}; they are unmasked records "
-                                 "(create_pretraining_data --dynamic_masking): pass --dynamic_masking")
+                                 "(create_pretraining_data's dynamic_masking): pass dynamic_masking=True")
             found = len(features[name].int64_list.value)
             if found != expected:
                 flag = "max_seq_length" if name == INPUT_IDS else "max_predictions_per_seq"
-                raise ValueError(f"{files[0]}: records have {name} of length {found} but --{flag}={expected}; "
+                raise ValueError(f"{files[0]}: records have {name} of length {found} but {flag}={expected}; "
                                  "pass the value the data was created with")
         if not masked and MASKED_LM_POSITIONS in features:
-            raise ValueError(f"{files[0]}: records are already masked; drop --dynamic_masking")
+            raise ValueError(f"{files[0]}: records are already masked; drop dynamic_masking")
         max_id = max(max_id, max(features[INPUT_IDS].int64_list.value))
     if max_id >= vocab_size:
         raise ValueError(f"{files[0]}: token id {max_id} but the config's vocab_size={vocab_size}; the "

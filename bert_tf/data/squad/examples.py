@@ -204,7 +204,7 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
             example.is_impossible = bool(qa.get("is_impossible", False))
             if example.is_impossible and not version_2_with_negative:
                 raise ValueError(f"{input_file}: question {qas_id} is_impossible, but version_2_with_negative "
-                                 "is False (SQuAD 2.0 data needs --version_2_with_negative)")
+                                 "is False (SQuAD 2.0 data needs version_2_with_negative=True)")
             answers = qa.get("answers")
             if example.is_impossible:
                 example.start_position, example.end_position, example.orig_answer_text = -1, -1, ""

@@ -29,14 +29,14 @@ def check_tfds_squad(name, data_dir, version_2_with_negative):
     features = import_tfds().builder(name, data_dir=data_dir).info.features
     missing = [feature for feature in SQUAD_FEATURES if feature not in features]
     if missing:
-        raise ValueError(f"--tfds_name={name} is not a SQuAD data set: it has no {missing[0]!r} feature (it has "
+        raise ValueError(f"tfds_name={name} is not a SQuAD data set: it has no {missing[0]!r} feature (it has "
                          f"{sorted(features.keys())}; SQuAD's are {list(SQUAD_FEATURES)})")
     has_negative = "is_impossible" in features
     if has_negative and not version_2_with_negative:
-        raise ValueError(f"--tfds_name={name} has unanswerable questions (SQuAD 2.0): pass "
-                         "--version_2_with_negative=True")
+        raise ValueError(f"tfds_name={name} has unanswerable questions (SQuAD 2.0): pass "
+                         "version_2_with_negative=True")
     if version_2_with_negative and not has_negative:
-        raise ValueError(f"--version_2_with_negative=True needs SQuAD 2.0 data, but --tfds_name={name} has no "
+        raise ValueError(f"version_2_with_negative=True needs SQuAD 2.0 data, but tfds_name={name} has no "
                          "unanswerable questions (no is_impossible feature): use squad/v2.0, or drop the flag")
 
 
@@ -76,7 +76,7 @@ def write_squad_json(name, split, output_dir, data_dir=None):
     tfds = import_tfds()
     articles = squad_articles(tfds.as_numpy(tfds.load(name, split=split, data_dir=data_dir)))
     if not articles:
-        raise ValueError(f"--tfds_name={name}: no questions in the {split} split")
+        raise ValueError(f"tfds_name={name}: no questions in the {split} split")
     version = "v2.0" if "is_impossible" in articles[0]["paragraphs"][0]["qas"][0] else "1.1"
     path = os.path.join(output_dir, f"{re.sub(r'[/:]', '_', name)}-{split}.json")
     atomic_io.write_file(path, json.dumps({"version": version, "data": articles}))

@@ -52,7 +52,7 @@ class TfdsProcessor(DataProcessor):
         if glue and text_a_feature is None:
             text_a_feature, text_b_feature = GLUE_FEATURES[config]
         if text_a_feature is None:
-            raise ValueError(f"TFDS data set {name!r}: name its text feature(s) (--text_a_column)")
+            raise ValueError(f"TFDS data set {name!r}: name its text feature(s) (text_a_column)")
         features = tfds.builder(name, data_dir=data_dir).info.features
         missing = [f for f in (text_a_feature, text_b_feature, label_feature) if f is not None and f not in features]
         if missing:

@@ -80,7 +80,7 @@ class BertPretrainer(ObjectiveModel):
     """BERT pretraining (Devlin et al. 2019, section 3.1): the encoder, the masked LM head (decoder tied to
     the word embeddings, evaluated only at `masked_lm_positions`) and, with `objective="mlm_nsp"` (the
     default), the next sentence head; `objective="mlm"` is MLM-only pretraining (the paper's "No NSP"
-    ablation, `use_next_sentence_label=False` in earlier versions).
+    ablation).
 
     `objective="ltr"` is the left-to-right LM of section 5.1 ("LTR & No NSP"): the config must have
     `causal_attention`; the original tokens are restored from the masked features (`original_token_ids`),
@@ -218,6 +218,4 @@ class BertPretrainer(ObjectiveModel):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        if "use_next_sentence_label" in config:  # .keras files of earlier versions
-            config["objective"] = "mlm_nsp" if config.pop("use_next_sentence_label") else "mlm"
         return cls(BertConfig.from_dict(config.pop("config")), **config)

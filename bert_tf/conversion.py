@@ -1,4 +1,5 @@
-"""Converting a checkpoint of any readable format into a bert_tf, HuggingFace or KerasHub model directory.
+"""Converting a checkpoint of any readable format (`checkpoints.open_checkpoint`) into a bert_tf, HuggingFace
+or KerasHub model directory (their codecs: bert_tf/formats/).
 
     convert("hf_minilm/", "out/", "keras_hub", config, vocab_file="hf_minilm/vocab.txt")
 
@@ -61,13 +62,13 @@ def convert(path, output_dir, output_format, config, model_type=None, vocab_file
     if output_format not in OUTPUT_FORMATS:
         raise ValueError(f"output format {output_format!r}: expected one of {', '.join(OUTPUT_FORMATS)}")
     if output_format != BERT_TF and not vocab_file:
-        raise ValueError(f"a {output_format} model needs the tokenizer's vocab.txt: pass --vocab_file")
+        raise ValueError(f"a {output_format} model needs the tokenizer's vocab.txt: pass vocab_file")
     atomic_io.check_new_directory(output_dir)  # before any weight is read
     source = opened(path)
     check_fits(config, source)
     if source.head is not None and model_type != model_types.ENCODER:
         raise ValueError(f"{source.path} has a {source.head['task_head']} task head ({source.head}), which only "
-                         "bert_tf has: pass --model_type=encoder to convert its encoder alone")
+                         "bert_tf has: pass model_type=encoder to convert its encoder alone")
     model_type = model_type or model_types.infer(source.shapes, _hint(source), source.path)
     names = model_types.model_names(model_type, source.shapes, path=source.path)
     if vocab_file:
