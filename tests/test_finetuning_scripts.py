@@ -238,7 +238,7 @@ def test_fine_tuning_from_python_gives_the_commands_outputs(tiny_model_dir, tmp_
     weights = [load_checkpoint_tensors(directory) for directory in (command, python)]
     assert sorted(weights[0]) == sorted(weights[1]) and len(weights[0]) > 20
     for name in weights[0]:
-        if weights[0][name].dtype.kind in "OSU":  # the embedded config and head options
+        if isinstance(weights[0][name], bytes):  # the embedded config
             assert weights[0][name] == weights[1][name], name
         else:
             np.testing.assert_allclose(weights[0][name], weights[1][name], rtol=1e-5, atol=1e-6, err_msg=name)
