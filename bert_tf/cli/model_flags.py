@@ -13,7 +13,6 @@ import functools
 from absl import flags
 
 from bert_tf import configs
-from bert_tf.formats.source import checkpoint_folder
 
 FLAGS = flags.FLAGS
 
@@ -64,10 +63,6 @@ def define(*names):
         _DEFINITIONS[name]()
 
 
-def init_checkpoint_folder():
-    """The folder of --init_checkpoint (`formats.source.checkpoint_folder`), or None without the flag."""
-    path = FLAGS.init_checkpoint if "init_checkpoint" in FLAGS else None
-    return checkpoint_folder(path) if path else None
 
 
 @functools.lru_cache(maxsize=None)

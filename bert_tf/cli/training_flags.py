@@ -1,6 +1,6 @@
 """The training flags that run_pretraining.py, run_squad.py and the fine-tuning scripts (finetuning_flags.py)
-share, and what they set up: the strategy, the mixed-precision policy, XLA. A command-side module: the
-library outside bert_tf/cli/ never reads flags.
+share, and the strategy they name (the precision, XLA and seed go into the run's options: `PretrainingOptions`,
+`RunOptions`). A command-side module: the library outside bert_tf/cli/ never reads flags.
 
 The original's TPU and loop flags with their defaults (`--use_tpu`, `--tpu_name`, `--tpu_zone`,
 `--gcp_project`, `--master`, `--num_tpu_cores`, `--save_checkpoints_steps`, `--iterations_per_loop`), then
@@ -50,29 +50,10 @@ def create_strategy():
     return strategy
 
 
-def set_policy():
-    """`precision.set_policy` of --mixed_precision and --seed; returns the policy name."""
-    return precision.set_policy(FLAGS.mixed_precision, FLAGS.seed)
 
 
-def use_xla(strategy):
-    """--use_xla, by default `distribute.use_xla` (on for GPUs and TPUs, off on CPUs)."""
-    return distribute.use_xla(strategy) if FLAGS.use_xla is None else FLAGS.use_xla
 
 
 def write_results(results, name=run_directory.RESULTS_FILE):
     """`run_directory.report_results` in --output_dir (the original's eval_results.txt)."""
     run_directory.report_results(FLAGS.output_dir, results, name)
-
-
-def flag_values(names):
-    """{name: value} of the flags `names` (what `run_directory.record_settings` records)."""
-    return {name: FLAGS[name].value for name in names}
-
-
-def check_resumable(config, setting_names):
-    """Before a training run writes anything in --output_dir: `run_directory.check_training_start` with the
-    flags' values. Returns {name: value} of the flags `setting_names`, for `run_directory.record_settings`."""
-    settings = flag_values(setting_names)
-    run_directory.check_training_start(FLAGS.output_dir, FLAGS.init_checkpoint, config, settings)
-    return settings
