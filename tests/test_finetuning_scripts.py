@@ -14,7 +14,7 @@ from bert_tf.data.tasks import multiple_choice
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.tokenization import FullTokenizer
 from tests.helpers.configs import script_config, write_config
-from tests.helpers.finetuning_scripts import ROOT, results, run, write_files
+from tests.helpers.finetuning_scripts import ROOT, load_checkpoint_tensors, results, run, write_files
 from tests.helpers.task_data import GLUE, SWAG_HEADER, SWAG_ROWS
 
 pytestmark = pytest.mark.subprocess
@@ -242,11 +242,3 @@ def test_fine_tuning_from_python_gives_the_commands_outputs(tiny_model_dir, tmp_
             assert weights[0][name] == weights[1][name], name
         else:
             np.testing.assert_allclose(weights[0][name], weights[1][name], rtol=1e-5, atol=1e-6, err_msg=name)
-
-
-def load_checkpoint_tensors(output_dir):
-    """{name: array} of the newest model.ckpt-N of `output_dir`."""
-    import tensorflow as tf
-
-    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(output_dir)))
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}

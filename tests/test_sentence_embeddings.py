@@ -246,7 +246,7 @@ def test_encode_sentences_bad_input_is_one_clear_line(minilm_dir, tmp_path):
                               f"--output_file={tmp_path / 'cls.npy'}")
     assert contradicted.returncode == 0, contradicted.stderr[-2000:]
     assert "--pooling=cls contradicts the sentence-transformers configuration" in contradicted.stderr
-    assert "(pooling=mean); --pooling=cls wins" in contradicted.stderr and "cls pooling" in contradicted.stderr
+    assert "which has pooling mean; --pooling=cls wins" in contradicted.stderr and "cls pooling" in contradicted.stderr
 
 
 # -------------------------------------------------------------------------------------- training on pairs

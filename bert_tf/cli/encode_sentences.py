@@ -50,8 +50,8 @@ def main(_):
     from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
     from bert_tf.tokenization import FullTokenizer
 
-    options = embedder_options(FLAGS.init_checkpoint, FLAGS.pooling, FLAGS.normalize, FLAGS.max_seq_length)
-    source = model_flags.init_checkpoint()  # opened once: the config, the checks and the weights come from it
+    source = model_flags.init_checkpoint()  # opened once: the config, settings, checks and weights come from it
+    options = embedder_options(source, FLAGS.pooling, FLAGS.normalize, FLAGS.max_seq_length)
     config = config_of(source, FLAGS.bert_config_file)
     model_flags.check_init_checkpoint(config)
     vocab_file = FLAGS.vocab_file or source.vocab_file

@@ -103,7 +103,7 @@ def main(_):
     if FLAGS.model_type == "embedder":
         from bert_tf.formats.sentence_transformers import embedder_options as resolve
 
-        embedder_options = resolve(FLAGS.init_checkpoint, FLAGS.pooling, FLAGS.normalize)
+        embedder_options = resolve(source, FLAGS.pooling, FLAGS.normalize)
     model, adapter = serving_models.build_model(
         FLAGS.model_type, config, source, label_list, FLAGS.max_answer_length, FLAGS.export_dtype,
         quantize if FLAGS.export_format == "serving" else None,  # LiteRT quantizes in its converter

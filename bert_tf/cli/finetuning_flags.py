@@ -7,13 +7,13 @@ model_flags.py, the training flags (TPU, loop, distribution, precision, XLA, opt
 training_flags.py.
 """
 
+import dataclasses
 
 from absl import flags, logging
 
 from bert_tf import BertConfig
 from bert_tf.cli import flag_checks, model_flags, training_flags
 from bert_tf.modeling.tasks.task_model import TASK_HEADS
-from bert_tf.training import finetuning_run
 from bert_tf.training.finetuning import FineTuningOptions
 from bert_tf.training.finetuning_run import RunOptions
 
@@ -53,13 +53,6 @@ for _name in ("bert_config_file", "vocab_file", "output_dir"):
     flags.mark_flag_as_required(_name)
 
 
-def setup(segments=1, modes=("do_train", "do_eval", "do_predict")):
-    """`prepare`, then `finetuning_run.start`: (strategy, the flags' RunOptions, tokenizer), every check
-    done before any data is read."""
-    strategy, options = prepare(segments, modes)
-    return strategy, options, finetuning_run.start(options, strategy, modes, model_flags.config_name())
-
-
 def prepare(segments=1, modes=("do_train", "do_eval", "do_predict")):
     """Checks the flags and creates the strategy, then the flags' RunOptions: (strategy, options). The
     strategy comes first (a multi-worker strategy must exist before TensorFlow starts).
@@ -89,6 +82,13 @@ def run_options():
         predict_batch_size=FLAGS.predict_batch_size, best_metric=FLAGS.best_metric,
         early_stopping_patience=FLAGS.early_stopping_patience, mixed_precision=FLAGS.mixed_precision,
         use_xla=FLAGS.use_xla, training=training)
+
+
+def task_of(task_class, **given):
+    """The `task_class` (a task dataclass of bert_tf.training, e.g. ClassifierTask) of the flags: each field the
+    flag of its name, but those `given` (e.g. head=head_options())."""
+    names = {field.name for field in dataclasses.fields(task_class)} - set(given)
+    return task_class(**given, **{name: FLAGS[name].value for name in names})
 
 
 def head_options(bilstm_by=None):

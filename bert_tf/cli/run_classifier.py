@@ -24,8 +24,6 @@ The flags map onto `bert_tf.training.finetuning_run.RunOptions` and `bert_tf.tra
 (same names); the run is `classifier_run.run_classifier`, which a notebook calls the same way.
 """
 
-import dataclasses
-
 from absl import flags
 
 from bert_tf.cli import finetuning_flags, model_flags, scripting
@@ -52,15 +50,10 @@ flags.DEFINE_enum("truncation", "head", classification.TRUNCATIONS, "Which word 
                   "and the last three quarters).")
 
 
-def task():
-    """The ClassifierTask of the flags."""
-    names = {field.name for field in dataclasses.fields(ClassifierTask)} - {"head"}
-    return ClassifierTask(head=finetuning_flags.head_options(), **{name: FLAGS[name].value for name in names})
-
-
 def main(_):
     strategy, options = finetuning_flags.prepare()
-    run_classifier(options, task(), strategy, config_name=model_flags.config_name())
+    task = finetuning_flags.task_of(ClassifierTask, head=finetuning_flags.head_options())
+    run_classifier(options, task, strategy, config_name=model_flags.config_name())
 
 
 def console():

@@ -13,19 +13,15 @@ ranks all dev positives for each anchor: eval_accuracy_at_1 and eval_mrr_at_10 i
 without --do_train to measure the checkpoint as it is). The pooling and normalization come from a
 sentence-transformers --init_checkpoint (or --pooling / --normalize) and are written into --output_dir as
 sentence-transformers settings, so encode_sentences.py and export_model.py --model_type=embedder read them.
-"""
 
-import functools
-import os
+The flags map onto `bert_tf.training.finetuning_run.RunOptions` and `bert_tf.training.embedder_run.PairsTask`
+(same names); the run is `embedder_run.run_embedder`, which a notebook calls the same way.
+"""
 
 from absl import flags
 
-from bert_tf.cli import finetuning_flags, model_flags, scripting, training_flags
-from bert_tf.data.tasks import pairs
-from bert_tf.evaluation.retrieval import retrieval_metrics
-from bert_tf.formats import sentence_transformers
-from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
-from bert_tf.training import finetuning_run
+from bert_tf.cli import finetuning_flags, model_flags, scripting
+from bert_tf.training.embedder_run import MODES, PairsTask, run_embedder
 
 FLAGS = flags.FLAGS
 model_flags.define("pooling", "normalize")
@@ -38,39 +34,10 @@ flags.DEFINE_float("scale", 20.0, "The cosine similarities are multiplied by thi
 flags.mark_flag_as_required("data_dir")
 
 
-def pair_file(split):
-    """data_dir's <split>.tsv or <split>.jsonl; ValueError when it has neither."""
-    for suffix in pairs.SUFFIXES:
-        path = os.path.join(FLAGS.data_dir, split + suffix)
-        if os.path.isfile(path):
-            return path
-    raise ValueError(f"--data_dir={FLAGS.data_dir}: no {split}.tsv or {split}.jsonl")
-
-
-@functools.cache  # read once, also when the dev set is evaluated at every checkpoint
-def features_of(split, tokenizer):
-    return pairs.convert_pairs(pairs.read_pairs(pair_file(split)), FLAGS.max_seq_length, tokenizer)
-
-
-def evaluate(tuner, tokenizer):
-    """eval_results.txt's dict for the dev pairs: eval_accuracy_at_1, eval_mrr_at_10, global_step."""
-    embeddings = tuner.predict(features_of("dev", tokenizer), FLAGS.eval_batch_size)  # [N, 2, H]
-    results = retrieval_metrics(embeddings[:, 0], embeddings[:, 1])
-    return {**{f"eval_{name}": value for name, value in results.items()}, "global_step": tuner.global_step}
-
-
 def main(_):
-    strategy, options, tokenizer = finetuning_flags.setup(modes=("do_train", "do_eval"))
-    embedder = sentence_transformers.embedder_options(FLAGS.init_checkpoint or FLAGS.output_dir, FLAGS.pooling,
-                                                      FLAGS.normalize)  # the length: --max_seq_length
-    tuner = finetuning_run.create_finetuner(options, strategy, lambda: BertSentenceEmbedder(
-        options.config, embedder["pooling"], embedder["normalize"], FLAGS.scale))
-    sentence_transformers.write_settings(FLAGS.output_dir, embedder["pooling"], embedder["normalize"],
-                                         FLAGS.max_seq_length)
-    if FLAGS.do_train:
-        finetuning_run.train(tuner, options, features_of("train", tokenizer), lambda: evaluate(tuner, tokenizer))
-    if FLAGS.do_eval:
-        training_flags.write_results(evaluate(tuner, tokenizer))
+    strategy, options = finetuning_flags.prepare(modes=MODES)
+    run_embedder(options, finetuning_flags.task_of(PairsTask), strategy,
+                 config_name=model_flags.config_name())
 
 
 def console():

@@ -21,24 +21,15 @@ instead of --train_file and --predict_file), and those of every fine-tuning scri
 `--best_metric=f1` evaluates --predict_file after every checkpoint and keeps the best weights in
 output_dir/best/, `--early_stopping_patience` stops when it no longer improves. Rerunning a killed command
 resumes from its last checkpoint.
+
+The flags map onto `bert_tf.training.finetuning_run.RunOptions` and `bert_tf.training.squad_run.SquadTask`
+(same names); the run is `squad_run.run_squad`, which a notebook calls the same way.
 """
 
-import functools
-import json
-
-import numpy as np
 from absl import flags, logging
 
-from bert_tf.cli import finetuning_flags, scripting
-from bert_tf.data.squad import records as squad_records
-from bert_tf.data.squad import tfds as squad_tfds
-from bert_tf.data.squad.examples import load_squad_json
-from bert_tf.data.squad.postprocess import RawResult, compute_predictions, write_predictions
-from bert_tf.evaluation.squad import evaluate, missing_answers
-from bert_tf.feature_schema import END_LOGITS, INPUT_NAMES, START_LOGITS
-from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
-from bert_tf.training import finetuning_run
-from bert_tf.training.finetuning import TrainingInput
+from bert_tf.cli import finetuning_flags, model_flags, scripting
+from bert_tf.training.squad_run import MODES, SquadTask, run_squad
 
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(finetuning_flags)  # its flags in --help, not only in --helpfull
@@ -62,140 +53,14 @@ flags.DEFINE_string("tfds_name", None, "Instead of --train_file and --predict_fi
                     "(squad/v1.1, squad/v2.0) whose train split trains and validation split is predicted and "
                     "evaluated, written as SQuAD JSON into --output_dir. Needs tensorflow-datasets and, the first "
                     "time, network.")
-MODES = ("do_train", "do_predict")  # --do_predict evaluates too when the predict file has answers
-
-
-def validate_flags():
-    """The original's `validate_flags_or_throw`, as ValueErrors (the common checks: finetuning_flags.setup)."""
-    if FLAGS.tfds_name:
-        if FLAGS.train_file or FLAGS.predict_file:
-            raise ValueError(f"--tfds_name={FLAGS.tfds_name} replaces --train_file and --predict_file; pass "
-                             "either --tfds_name or the files, not both")
-        squad_tfds.check_tfds_squad(FLAGS.tfds_name, FLAGS.data_dir, FLAGS.version_2_with_negative)
-    elif FLAGS.data_dir:
-        raise ValueError(f"--data_dir={FLAGS.data_dir} is TFDS's data directory: it needs --tfds_name")
-    if FLAGS.do_train and not (FLAGS.train_file or FLAGS.tfds_name):
-        raise ValueError("If `do_train` is True, then `train_file` (or `tfds_name`) must be specified.")
-    if (FLAGS.do_predict or FLAGS.best_metric) and not (FLAGS.predict_file or FLAGS.tfds_name):
-        raise ValueError("If `do_predict` (or `best_metric`) is set, then `predict_file` (or `tfds_name`) must be "
-                         "specified.")
-    if FLAGS.max_seq_length <= FLAGS.max_query_length + 3:
-        raise ValueError(f"The max_seq_length ({FLAGS.max_seq_length}) must be greater than max_query_length "
-                         f"({FLAGS.max_query_length}) + 3")
-
-
-def input_file(split):
-    """The SQuAD JSON file (str) to read for `split` ("train" or "validation"): --train_file / --predict_file,
-    or with --tfds_name that TFDS split, written as SQuAD JSON into --output_dir."""
-    if FLAGS.tfds_name:
-        return squad_tfds.write_squad_json(FLAGS.tfds_name, split, FLAGS.output_dir, FLAGS.data_dir)
-    return FLAGS.train_file if split == "train" else FLAGS.predict_file
-
-
-def prepare(path, tokenizer, is_training):
-    return squad_records.prepare_squad(
-        path, tokenizer, FLAGS.cache_dir or FLAGS.output_dir, FLAGS.max_seq_length, FLAGS.doc_stride,
-        FLAGS.max_query_length, is_training, FLAGS.version_2_with_negative)
-
-
-def training_input(tokenizer):
-    """The TrainingInput of the training questions: their windows, from the cached records."""
-    prepared = prepare(input_file("train"), tokenizer, is_training=True)
-    logging.info("Training on %d questions (%d skipped: no answer in their context), %d windows",
-                 len(prepared.examples), len(prepared.skipped), prepared.num_features)
-
-    def dataset_fn(input_context, batch_size):
-        return squad_records.squad_dataset(prepared.record_file, FLAGS.max_seq_length, True, batch_size,
-                                           input_context, FLAGS.seed)
-
-    return TrainingInput(len(prepared.examples), dataset_fn, (FLAGS.max_seq_length,))
-
-
-@functools.cache  # read once, also when --best_metric evaluates it at every checkpoint
-def prediction_input(tokenizer):
-    """(the predict file, its PreparedSquad, its windows' SquadFeatures, its SQuAD JSON)."""
-    predict_file = input_file("validation")
-    prepared = prepare(predict_file, tokenizer, is_training=False)
-    features = squad_records.read_prediction_features(prepared.record_file)
-    return predict_file, prepared, features, load_squad_json(predict_file)
-
-
-def predict(tuner, tokenizer, batch_size):
-    """(predictions, nbest, null_odds) of the predict file's questions (see compute_predictions). The windows
-    run at the full --max_seq_length: the n-best of a window ranks all its positions, padding included, as
-    the original does, so cutting the padding could change nbest_predictions.json."""
-    _, prepared, features, _ = prediction_input(tokenizer)
-    logging.info("***** Running predictions *****: %d examples, %d features, batch %d", len(prepared.examples),
-                 len(features), batch_size)
-    inputs = {name: np.asarray([getattr(feature, name) for feature in features], np.int32) for name in INPUT_NAMES}
-    outputs = tuner.predict(inputs, batch_size, unit="windows", trim=False)
-    results = [RawResult(feature.unique_id, start, end)
-               for feature, start, end in zip(features, outputs[START_LOGITS], outputs[END_LOGITS])]
-    return compute_predictions(
-        prepared.examples, features, results, FLAGS.n_best_size, FLAGS.max_answer_length, FLAGS.do_lower_case,
-        FLAGS.version_2_with_negative, FLAGS.null_score_diff_threshold)
-
-
-def evaluation_of(tokenizer, predictions, null_odds):
-    """The SQuAD evaluation of `predictions` on the predict file (ValueError naming it when that fails)."""
-    predict_file, _, _, dataset_json = prediction_input(tokenizer)
-    evaluation = evaluate(dataset_json, predictions, null_odds or None, predict_file)
-    logging.info("Evaluation of %s: %s", predict_file, json.dumps(evaluation))
-    return evaluation
-
-
-def unlabelled(tokenizer):
-    """None when every question of the predict file has answers to score against, else the line that says
-    which do not (evaluation.squad.missing_answers)."""
-    predict_file, _, _, dataset_json = prediction_input(tokenizer)
-    return missing_answers(dataset_json, predict_file)
-
-
-def check_answers_for_best_metric(tokenizer):
-    """ValueError naming the predict file unless all its questions have answers: --best_metric evaluates it
-    after every checkpoint. Checked before training."""
-    missing = unlabelled(tokenizer)
-    if missing:
-        raise ValueError(f"--best_metric={FLAGS.best_metric} evaluates the predict file, but {missing}")
-
-
-def dev_results(tuner, tokenizer):
-    """The SQuAD evaluation of the current weights on --predict_file (for --best_metric, e.g. f1)."""
-    predictions, _, null_odds = predict(tuner, tokenizer, FLAGS.predict_batch_size)
-    return evaluation_of(tokenizer, predictions, null_odds)
-
-
-def predict_and_write(tuner, tokenizer):
-    """--do_predict: the prediction set of the predict file published in --output_dir (write_predictions),
-    with eval_results.json when every question has answers; otherwise one log line says why not. When the
-    evaluation fails (bad answers), the predictions are published without it and the error is raised."""
-    predictions, nbest, null_odds = predict(tuner, tokenizer, FLAGS.predict_batch_size)
-    evaluation, failure, missing = None, None, unlabelled(tokenizer)
-    if missing:
-        logging.info("Not evaluating the predictions: %s", missing)
-    else:
-        try:
-            evaluation = evaluation_of(tokenizer, predictions, null_odds)
-        except ValueError as e:
-            failure = e
-    path = write_predictions(FLAGS.output_dir, predictions, nbest, null_odds, evaluation)
-    if failure:
-        raise ValueError(f"{failure} (the predictions are written: {path})") from failure
 
 
 def main(_):
-    strategy, options, tokenizer = finetuning_flags.setup(segments=2, modes=MODES)  # question and context
+    strategy, options = finetuning_flags.prepare(segments=2, modes=MODES)  # question and context
     if FLAGS.verbose_logging:
         logging.set_verbosity(logging.DEBUG)
-    validate_flags()
-    if FLAGS.do_train and FLAGS.best_metric:
-        check_answers_for_best_metric(tokenizer)
-    tuner = finetuning_run.create_finetuner(options, strategy, lambda: BertSpanLabeler(
-        options.config, **finetuning_flags.head_options()))
-    if FLAGS.do_train:
-        finetuning_run.train(tuner, options, training_input(tokenizer), lambda: dev_results(tuner, tokenizer))
-    if FLAGS.do_predict and tuner.is_chief:
-        predict_and_write(tuner, tokenizer)
+    task = finetuning_flags.task_of(SquadTask, head=finetuning_flags.head_options())
+    run_squad(options, task, strategy, config_name=model_flags.config_name())
 
 
 def console():

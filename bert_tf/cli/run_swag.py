@@ -10,54 +10,25 @@ Input: SWAG's train.csv, val.csv and test.csv in --data_dir (columns sent1, sent
 file has no label). The same flags as run_classifier.py otherwise. Writes to --output_dir: model.ckpt-N,
 eval_results.txt (eval_accuracy, eval_loss, global_step, loss) and test_results.tsv (the probability of
 each ending, one line per test example).
-"""
 
-import functools
-import os
+The flags map onto `bert_tf.training.finetuning_run.RunOptions` and `bert_tf.training.swag_run.SwagTask`; the
+run is `swag_run.run_swag`, which a notebook calls the same way.
+"""
 
 from absl import flags
 
-from bert_tf import run_directory
-from bert_tf.cli import finetuning_flags, scripting, training_flags
-from bert_tf.data.tasks import multiple_choice
-from bert_tf.evaluation import glue_metrics
-from bert_tf.evaluation.probabilities import softmax
-from bert_tf.feature_schema import LABEL_IDS
-from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
-from bert_tf.training import finetuning_run
+from bert_tf.cli import finetuning_flags, model_flags, scripting
+from bert_tf.training.swag_run import SwagTask, run_swag
 
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(finetuning_flags)  # its flags in --help, not only in --helpfull
 flags.mark_flag_as_required("data_dir")
-FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
-
-
-@functools.cache  # read once, also when the dev set is evaluated at every checkpoint
-def features_of(split, tokenizer):
-    examples = multiple_choice.read_swag(os.path.join(FLAGS.data_dir, FILES[split]), split)
-    return multiple_choice.convert_examples(examples, FLAGS.max_seq_length, tokenizer)
-
-
-def evaluate(tuner, tokenizer):
-    """eval_results.txt's dict for the dev set (val.csv): eval_accuracy, eval_loss."""
-    features = features_of("dev", tokenizer)
-    logits = tuner.predict(features, FLAGS.eval_batch_size)
-    results = glue_metrics.logits_results(logits, features[LABEL_IDS])
-    return {"eval_accuracy": results["accuracy"], "eval_loss": results["loss"], "loss": results["loss"],
-            "global_step": tuner.global_step}
 
 
 def main(_):
-    strategy, options, tokenizer = finetuning_flags.setup(segments=2)  # context and ending
-    tuner = finetuning_run.create_finetuner(options, strategy, lambda: BertMultipleChoice(
-        options.config, **finetuning_flags.head_options()))
-    if FLAGS.do_train:
-        finetuning_run.train(tuner, options, features_of("train", tokenizer), lambda: evaluate(tuner, tokenizer))
-    if FLAGS.do_eval:
-        training_flags.write_results(evaluate(tuner, tokenizer))
-    if FLAGS.do_predict:
-        probabilities = softmax(tuner.predict(features_of("test", tokenizer), FLAGS.predict_batch_size))
-        run_directory.write_test_results(FLAGS.output_dir, probabilities)
+    strategy, options = finetuning_flags.prepare(segments=2)  # context and ending
+    run_swag(options, finetuning_flags.task_of(SwagTask, head=finetuning_flags.head_options()), strategy,
+             config_name=model_flags.config_name())
 
 
 def console():

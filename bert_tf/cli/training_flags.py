@@ -11,7 +11,6 @@ the new ones (`--steps_per_loop`, `--tpu`, `--distribution_strategy`, `--num_gpu
 
 from absl import flags, logging
 
-from bert_tf import run_directory
 from bert_tf.training import distribute, optimization, precision
 
 FLAGS = flags.FLAGS
@@ -39,6 +38,7 @@ flags.DEFINE_integer("num_accumulation_steps", 1, "Micro-batches per optimizer s
 flags.DEFINE_integer("seed", None, "Seed of the initialisation, dropout and input order (needed for "
                      "reproducible runs; a resumed run continues exactly with or without it).")
 
+
 def create_strategy():
     """The strategy of the flags. Call it first: a multi-worker strategy must exist before TensorFlow starts."""
     name = "tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy
@@ -48,12 +48,3 @@ def create_strategy():
         logging.warning("--num_tpu_cores=%d but the TPU has %d cores; using %d", FLAGS.num_tpu_cores,
                         strategy.num_replicas_in_sync, strategy.num_replicas_in_sync)
     return strategy
-
-
-
-
-
-
-def write_results(results, name=run_directory.RESULTS_FILE):
-    """`run_directory.report_results` in --output_dir (the original's eval_results.txt)."""
-    run_directory.report_results(FLAGS.output_dir, results, name)

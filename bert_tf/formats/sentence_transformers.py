@@ -8,7 +8,7 @@
 import json
 import os
 
-from bert_tf.formats.source import read_json
+from bert_tf.formats.source import CheckpointSource, read_json
 
 MODULES_FILE, SETTINGS_FILE = "modules.json", "sentence_bert_config.json"
 DIRECTORY = "sentence-transformers directory"
@@ -48,20 +48,24 @@ def read_settings(path):
 DEFAULTS = {"pooling": "mean", "normalize": False, "max_seq_length": 128}  # a plain BERT checkpoint's
 
 
-def embedder_options(path, pooling=None, normalize=None, max_seq_length=None):
-    """{"pooling", "normalize", "max_seq_length"} of an embedder of the checkpoint at `path`: the values given
-    (flags), else the sentence-transformers directory's (`read_settings`), else DEFAULTS. A given value
-    that the directory's configuration contradicts wins, with a warning naming both."""
+def embedder_options(source, pooling=None, normalize=None, max_seq_length=None):
+    """{"pooling", "normalize", "max_seq_length"} of an embedder of `source`, an opened CheckpointSource (the
+    settings it carries) or a folder (`read_settings`: e.g. a run directory): the values given, else the
+    sentence-transformers settings, else DEFAULTS. A given value that the settings contradict wins, with a
+    warning naming both."""
     from absl import logging
 
     given = {"pooling": pooling, "normalize": normalize, "max_seq_length": max_seq_length}
-    settings = read_settings(path) or {}
+    if isinstance(source, CheckpointSource):
+        settings, path = source.sentence_transformers or {}, source.path
+    else:
+        settings, path = read_settings(source) or {}, source
     options = {}
     for name, value in given.items():
         configured = settings.get(name)
         if value is not None and configured is not None and value != configured:
-            logging.warning("%s=%s contradicts the sentence-transformers configuration of %s (%s=%s); %s=%s "
-                            "wins", name, value, path, name, configured, name, value)
+            logging.warning("%s=%s contradicts the sentence-transformers configuration of %s, which has %s %s; "
+                            "%s=%s wins", name, value, path, name, configured, name, value)
         options[name] = next(v for v in (value, configured, DEFAULTS[name]) if v is not None)
     return options
 

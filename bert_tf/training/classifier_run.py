@@ -170,8 +170,7 @@ def run_classifier(options, task, strategy=None, config_name="the config"):
     results = None
     if options.do_eval:
         results = run.dev_results(tuner)
-        if tuner.is_chief:
-            run_directory.report_results(options.output_dir, results)
+        finetuning_run.write_results(tuner, options, results)
     if options.do_predict:
         for split in processor.test_splits:
             run.predict(tuner, split)

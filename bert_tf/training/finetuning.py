@@ -89,7 +89,8 @@ class FineTuner:
         self._inference = {}  # {(model method name, trim): its BatchedInference}
 
     def load(self, checkpoint):
-        """Loads pretrained or fine-tuned weights (any `--init_checkpoint` format); a fresh head is reported."""
+        """Loads pretrained or fine-tuned weights (any `open_checkpoint` format, or an opened source); a fresh
+        head is reported."""
         report = load_checkpoint(self.model, checkpoint)
         self.global_step = run_directory.step_of(report.path) or 0  # report.path: the prefix a folder resolved to
         return report

@@ -1,7 +1,9 @@
 """What every fine-tuning run does around its task's data: check the run's options before anything is read,
 hold the weights to start from, train with the best-checkpoint watch, record the settings. The fine-tuning
 commands (run_classifier.py, run_ner.py, run_swag.py, run_squad.py, run_embedder.py) map their flags onto
-`RunOptions` and call these; `bert_tf.training.classification.run_classifier` is a whole run from Python.
+`RunOptions` and a task, and call the whole run, which a notebook calls the same way:
+`classifier_run.run_classifier`, `ner_run.run_ner`, `swag_run.run_swag`, `squad_run.run_squad`,
+`embedder_run.run_embedder`; each is built of these.
 
     options = RunOptions(output_dir="out", config=config, vocab_file="vocab.txt", init_checkpoint="bert_dir",
                          do_train=True, training=FineTuningOptions(num_train_epochs=2))
@@ -18,6 +20,7 @@ from absl import logging
 from bert_tf import run_directory
 from bert_tf.checkpoints import check_fits, opened
 from bert_tf.config import BertConfig
+from bert_tf.data import packing
 from bert_tf.modeling.checkpoint_names import OUTPUT_WEIGHTS, SQUAD_SCOPE
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.training import distribute, precision
@@ -68,12 +71,14 @@ class RunOptions:
                 for name in RESUMED_SETTINGS}
 
 
-def start(options, strategy, modes=("do_train", "do_eval", "do_predict"), config_name="the config"):
+def start(options, strategy, modes=("do_train", "do_eval", "do_predict"), config_name="the config", segments=1):
     """Checks `options` (a RunOptions) before any data is read and prepares the run: the training state in
-    output_dir (`run_directory.check_training_start`), the checkpoint against the config, output_dir
-    created, the precision policy and seed set. Returns the tokenizer (a FullTokenizer).
+    output_dir (`run_directory.check_training_start`), init_checkpoint opened (it becomes the opened
+    CheckpointSource) and checked against the config, output_dir created, the precision policy and seed set.
+    Returns the tokenizer (a FullTokenizer).
     modes: the modes this kind of run has (SQuAD predicts and evaluates in one, with do_predict).
-    config_name: what a checkpoint that does not fit calls the config (`checkpoints.check_fits`)."""
+    config_name: what a checkpoint that does not fit calls the config (`checkpoints.check_fits`).
+    segments: texts per example (2: pairs), for the shortest max_seq_length that holds a piece of each."""
     if not any(getattr(options, mode) for mode in modes):
         raise ValueError(f"At least one of {', '.join(f'`{m}`' for m in modes)} must be True.")
     for mode in modes:
@@ -81,14 +86,16 @@ def start(options, strategy, modes=("do_train", "do_eval", "do_predict"), config
         value = getattr(options.training if mode == "do_train" else options, name)
         if value < 1:
             raise ValueError(f"{name}={value} must be >= 1")
+    packing.check_max_seq_length(options.max_seq_length, segments)
     options.config.check_seq_length(options.max_seq_length)
     tokenizer = FullTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
     options.config.check_vocab_size(len(tokenizer.vocab), options.vocab_file)
     if options.do_train:  # first: a state to resume from decides, not init_checkpoint
         run_directory.check_training_start(options.output_dir, options.init_checkpoint, options.config,
                                            options.settings())
-    if options.init_checkpoint is not None:
-        check_fits(options.config, opened(options.init_checkpoint), config_name)
+    if options.init_checkpoint is not None:  # opened once: the run reads its shapes, settings and weights
+        options.init_checkpoint = opened(options.init_checkpoint)
+        check_fits(options.config, options.init_checkpoint, config_name)
     os.makedirs(options.output_dir, exist_ok=True)
     precision.set_policy(options.mixed_precision, options.training.seed)
     return tokenizer
@@ -131,7 +138,7 @@ def create_finetuner(options, strategy, model_fn):
     tuner = FineTuner(strategy, model_fn, training, options.output_dir)
     trained = None if options.do_train else run_directory.newest_export(options.output_dir)
     if trained or options.init_checkpoint is not None:
-        report = tuner.load(trained or opened(options.init_checkpoint))
+        report = tuner.load(trained or options.init_checkpoint)
         check_head(report, tuner.model, options.do_train)
         untrained = [name for name in report.missing if not name.startswith("bert/")]
         if untrained and not options.do_train:
@@ -142,6 +149,13 @@ def create_finetuner(options, strategy, model_fn):
     else:
         logging.warning("No init_checkpoint: training from random weights")
     return tuner
+
+
+def write_results(tuner, options, results):
+    """The chief logs `results` (eval_results.txt's dict) and writes them to output_dir/eval_results.txt
+    (`run_directory.report_results`)."""
+    if tuner.is_chief:
+        run_directory.report_results(options.output_dir, results)
 
 
 def train(tuner, options, data, dev_results):

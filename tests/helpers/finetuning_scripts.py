@@ -56,3 +56,11 @@ def write_files(directory, files):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return directory
+
+
+def load_checkpoint_tensors(output_dir):
+    """{name: array} of the newest model.ckpt-N of `output_dir`."""
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(output_dir)))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}

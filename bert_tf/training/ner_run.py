@@ -1,0 +1,144 @@
+"""A whole named-entity-recognition (token classification) fine-tuning run: what run_ner.py runs, callable
+from Python. The task's sentences are CoNLL files (`word ... tag` per line, a blank line between sentences);
+each word's label is predicted at its first word piece (Devlin et al. 2019, section 5.3). The run's frame
+(checks, weights, training, best checkpoint) is `finetuning_run`'s.
+
+    options = RunOptions(output_dir="out", config=config, vocab_file="vocab.txt", init_checkpoint="bert_dir",
+                         do_train=True, do_eval=True, training=FineTuningOptions(num_train_epochs=3))
+    results = run_ner(options, TaggingTask(data_dir="wnut16"))
+
+Writes what the command writes in output_dir: model.ckpt-N, labels.txt, eval_results.txt (entity-level
+eval_precision / eval_recall / eval_f1 as conlleval computes them, token eval_accuracy, eval_loss),
+eval_predictions.txt and test_predictions.txt (`word [gold] predicted` per line: conlleval's input).
+"""
+
+import dataclasses
+import os
+
+import numpy as np
+from absl import logging
+
+from bert_tf import run_directory
+from bert_tf.data.tasks import tagging
+from bert_tf.evaluation import conlleval
+from bert_tf.evaluation.probabilities import softmax_cross_entropy
+from bert_tf.feature_schema import LABEL_IDS, LAYER_FEATURES
+from bert_tf.modeling.tasks.feature_tagger import BertFeatureTagger
+from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
+from bert_tf.training import distribute, finetuning_run
+
+
+@dataclasses.dataclass
+class TaggingTask:
+    """The task's files and tagger.
+
+    data_dir: the folder of train_file, dev_file and test_file (CoNLL format; BIO, IOB1 or IOBES tags; the
+      test file's tags optional). The labels are the training file's tags.
+    feature_based: the feature-based approach (the paper's Table 7): the encoder is frozen, the activations
+      of `feature_layers` (BertFeatureTagger's choices, e.g. concat_last_four) are computed once per training
+      sentence and a BiLSTM tagger trains on them.
+    head: the tagger's head options ({}: the original linear layer; {"task_head": "bilstm", "bilstm_size": ...,
+      "bilstm_layers": ...}; feature_based always has a BiLSTM, of these sizes).
+    """
+    data_dir: str
+    train_file: str = "train.txt"
+    dev_file: str = "dev.txt"
+    test_file: str = "test.txt"
+    feature_based: bool = False
+    feature_layers: str = "concat_last_four"
+    head: dict = dataclasses.field(default_factory=dict)
+
+    def model(self, config, num_labels):
+        """The tagger: BertFeatureTagger when feature_based, else BertTokenClassifier."""
+        if self.feature_based:
+            return BertFeatureTagger(config, num_labels, self.feature_layers, **self.head)
+        return BertTokenClassifier(config, num_labels, **self.head)
+
+
+class TaggingRun:
+    """One run's sentences, read and converted once per file, and what it computes from a FineTuner's
+    predictions."""
+
+    def __init__(self, options, task, tokenizer):
+        self.options, self.task, self.tokenizer = options, task, tokenizer
+        self._sentences, self._features = {}, {}
+        self.labels = tagging.label_list(self.sentences(task.train_file))
+        logging.info("%d labels from %s: %s", len(self.labels), task.train_file, " ".join(self.labels))
+
+    def sentences(self, name):
+        """The sentences of the file `name` in data_dir, read once."""
+        if name not in self._sentences:
+            self._sentences[name] = tagging.read_conll(os.path.join(self.task.data_dir, name))
+        return self._sentences[name]
+
+    def features_of(self, name):
+        """(features, word positions) of the sentences of file `name`, converted once."""
+        if name not in self._features:
+            self._features[name] = tagging.convert_sentences(self.sentences(name), self.labels,
+                                                             self.options.max_seq_length, self.tokenizer)
+        return self._features[name]
+
+    def predict(self, tuner, name, batch_size):
+        """(sentences of file `name`, their predicted tags, logits [N, T, L], features)."""
+        features, positions = self.features_of(name)
+        logits = tuner.predict(features, batch_size)
+        sentences = self.sentences(name)
+        return sentences, tagging.predicted_tags(logits, positions, self.labels, sentences), logits, features
+
+    def evaluate(self, tuner):
+        """eval_results.txt's dict of the dev file (conlleval's scores, token accuracy, loss); writes
+        eval_predictions.txt."""
+        dev_file = self.task.dev_file
+        sentences, predicted, logits, features = self.predict(tuner, dev_file, self.options.eval_batch_size)
+        gold = [s.tags for s in sentences]
+        if tagging.is_iobes(self.labels):
+            gold, predicted_bio = [conlleval.to_bio(t) for t in gold], [conlleval.to_bio(t) for t in predicted]
+        else:
+            predicted_bio = predicted
+        scores = conlleval.evaluate(gold, predicted_bio)
+        logging.info("conlleval on %s:\n%s", dev_file, scores)
+        keep = features[LABEL_IDS] != tagging.IGNORE_LABEL
+        loss = float(np.mean(softmax_cross_entropy(logits[keep], features[LABEL_IDS][keep])))
+        tagging.write_predictions(os.path.join(self.options.output_dir, "eval_predictions.txt"), sentences,
+                                  predicted)
+        return {"eval_precision": scores.precision, "eval_recall": scores.recall, "eval_f1": scores.f1,
+                "eval_accuracy": scores.accuracy, "eval_loss": loss, "loss": loss, "global_step": tuner.global_step}
+
+    def training_features(self, tuner):
+        """The training sentences' features; feature_based: with `layer_features` float32 [N, T, K, H], the
+        frozen encoder's chosen layers of every sentence, computed once (the tagger's training reads them
+        instead of running the encoder)."""
+        features, _ = self.features_of(self.task.train_file)
+        if not self.task.feature_based:
+            return features
+        cached = tuner.predict(features, self.options.training.train_batch_size, "layer_features",
+                               "feature extraction")
+        logging.info("Cached the features of %d sentences: %s float32, %.1f MB in memory", len(cached),
+                     "x".join(map(str, cached.shape)), cached.nbytes / 1e6)
+        return {**features, LAYER_FEATURES: cached}
+
+
+def run_ner(options, task, strategy=None, config_name="the config"):
+    """Runs `options` (a finetuning_run.RunOptions) on `task` (a TaggingTask) under `strategy` (default:
+    `distribute.current_strategy()`): every file read and checked before any model is built (a bad line, or
+    a dev / tagged test tag the model cannot predict, fails first), then training, evaluation and prediction as
+    the options ask. Returns the final dev results, or None without do_eval."""
+    strategy = strategy or distribute.current_strategy()
+    tokenizer = finetuning_run.start(options, strategy, config_name=config_name)
+    run = TaggingRun(options, task, tokenizer)
+    if options.do_eval or (options.do_train and options.best_metric):
+        tagging.check_tags(run.sentences(task.dev_file), run.labels)
+    if options.do_predict:
+        tagging.check_tags(run.sentences(task.test_file), run.labels)
+    run_directory.write_labels(options.output_dir, run.labels)
+    tuner = finetuning_run.create_finetuner(options, strategy, lambda: task.model(options.config, len(run.labels)))
+    if options.do_train:
+        finetuning_run.train(tuner, options, run.training_features(tuner), lambda: run.evaluate(tuner))
+    results = None
+    if options.do_eval:
+        results = run.evaluate(tuner)
+        finetuning_run.write_results(tuner, options, results)
+    if options.do_predict:
+        sentences, predicted, _, _ = run.predict(tuner, task.test_file, options.predict_batch_size)
+        tagging.write_predictions(os.path.join(options.output_dir, "test_predictions.txt"), sentences, predicted)
+    return results
