@@ -165,12 +165,8 @@ def run_classifier(options, task, strategy=None, config_name="the config"):
         run_directory.write_labels(options.output_dir, processor.get_labels())
     tuner = finetuning_run.create_finetuner(options, strategy,
                                             lambda: BertClassifier(options.config, num_labels, **task.head))
-    if options.do_train:
-        finetuning_run.train(tuner, options, run.features_of("train")[1], lambda: run.dev_results(tuner))
-    results = None
-    if options.do_eval:
-        results = run.dev_results(tuner)
-        finetuning_run.write_results(tuner, options, results)
+    results = finetuning_run.train_and_evaluate(tuner, options, lambda: run.features_of("train")[1],
+                                                lambda: run.dev_results(tuner))
     if options.do_predict:
         for split in processor.test_splits:
             run.predict(tuner, split)

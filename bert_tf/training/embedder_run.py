@@ -76,10 +76,4 @@ def run_embedder(options, task, strategy=None, config_name="the config"):
         options.config, embedder["pooling"], embedder["normalize"], task.scale))
     sentence_transformers.write_settings(options.output_dir, embedder["pooling"], embedder["normalize"],
                                          options.max_seq_length)
-    if options.do_train:
-        finetuning_run.train(tuner, options, features_of("train"), evaluate)
-    results = None
-    if options.do_eval:
-        results = evaluate()
-        finetuning_run.write_results(tuner, options, results)
-    return results
+    return finetuning_run.train_and_evaluate(tuner, options, lambda: features_of("train"), evaluate)

@@ -151,13 +151,6 @@ def create_finetuner(options, strategy, model_fn):
     return tuner
 
 
-def write_results(tuner, options, results):
-    """The chief logs `results` (eval_results.txt's dict) and writes them to output_dir/eval_results.txt
-    (`run_directory.report_results`)."""
-    if tuner.is_chief:
-        run_directory.report_results(options.output_dir, results)
-
-
 def train(tuner, options, data, dev_results):
     """Fine-tunes on `data` (features in memory or a TrainingInput, see FineTuner.train); with best_metric,
     `dev_results()` (the eval_results.txt dict of the current weights) runs after every checkpoint and the best
@@ -171,3 +164,18 @@ def train(tuner, options, data, dev_results):
         return tuner.train(data)
     best = BestCheckpoint(options.output_dir, options.best_metric, options.early_stopping_patience)
     return tuner.train(data, after_checkpoint=lambda step: best.update(step, dev_results))
+
+
+def train_and_evaluate(tuner, options, training_data, dev_results):
+    """What a run does between building its model and predicting: with do_train, `train` on `training_data()`
+    (called only then), then with do_eval `dev_results()`, which the chief logs and writes to
+    output_dir/eval_results.txt (`run_directory.report_results`). Returns those results, or None without
+    do_eval."""
+    if options.do_train:
+        train(tuner, options, training_data(), dev_results)
+    if not options.do_eval:
+        return None
+    results = dev_results()
+    if tuner.is_chief:
+        run_directory.report_results(options.output_dir, results)
+    return results

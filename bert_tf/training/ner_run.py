@@ -132,12 +132,8 @@ def run_ner(options, task, strategy=None, config_name="the config"):
         tagging.check_tags(run.sentences(task.test_file), run.labels)
     run_directory.write_labels(options.output_dir, run.labels)
     tuner = finetuning_run.create_finetuner(options, strategy, lambda: task.model(options.config, len(run.labels)))
-    if options.do_train:
-        finetuning_run.train(tuner, options, run.training_features(tuner), lambda: run.evaluate(tuner))
-    results = None
-    if options.do_eval:
-        results = run.evaluate(tuner)
-        finetuning_run.write_results(tuner, options, results)
+    results = finetuning_run.train_and_evaluate(tuner, options, lambda: run.training_features(tuner),
+                                                lambda: run.evaluate(tuner))
     if options.do_predict:
         sentences, predicted, _, _ = run.predict(tuner, task.test_file, options.predict_batch_size)
         tagging.write_predictions(os.path.join(options.output_dir, "test_predictions.txt"), sentences, predicted)

@@ -55,12 +55,7 @@ def run_swag(options, task, strategy=None, config_name="the config"):
 
     tuner = finetuning_run.create_finetuner(options, strategy, lambda: BertMultipleChoice(options.config,
                                                                                           **task.head))
-    if options.do_train:
-        finetuning_run.train(tuner, options, features_of("train"), evaluate)
-    results = None
-    if options.do_eval:
-        results = evaluate()
-        finetuning_run.write_results(tuner, options, results)
+    results = finetuning_run.train_and_evaluate(tuner, options, lambda: features_of("train"), evaluate)
     if options.do_predict:
         probabilities = softmax(tuner.predict(features_of("test"), options.predict_batch_size))
         run_directory.write_test_results(options.output_dir, probabilities)
