@@ -66,7 +66,7 @@ class BatchedInference:
         local = several and strategy.num_replicas_in_sync == len(strategy.extended.worker_devices)
         self.replicas = strategy.num_replicas_in_sync if local else 1
         self._function = None  # built for the first batch's input structure (see _build)
-        self._token_axes = None  # per flattened output: the axis of its width, or None
+        self._token_axes = None  # trimmed batches: per flattened output, the axis of its width (or None)
         self._described = False
 
     def predict(self, features, batch_size, description=None, unit="examples"):
@@ -77,8 +77,9 @@ class BatchedInference:
         outputs = None
         with Progress(description, count, unit) if description else contextlib.nullcontext() as progress:
             for indexes, batch in self.batches(features, batch_size, progress, description):
-                flat = [self._full_width(value, axis, full) for value, axis in zip(tf.nest.flatten(batch),
-                                                                                    self._token_axes)]
+                flat = tf.nest.flatten(batch)
+                if self._token_axes is not None:
+                    flat = [self._full_width(value, axis, full) for value, axis in zip(flat, self._token_axes)]
                 if outputs is None:
                     structure = batch
                     outputs = [np.zeros((count,) + value.shape[1:], value.dtype) for value in flat]
@@ -110,7 +111,8 @@ class BatchedInference:
         axis of each output follows the width."""
         spec = {k: tf.TensorSpec([None, *v.shape[1:-1], None], tf.as_dtype(v.dtype)) for k, v in inputs.items()}
         function = tf.function(self.forward, input_signature=[spec], jit_compile=self.use_xla)
-        self._token_axes = self._width_axes(spec)
+        # Full-width batches (trim=False) need no padding back: their outputs stay as they come.
+        self._token_axes = self._width_axes(spec) if self.trim else None
         if self.replicas == 1:
             self._function = function
         else:
