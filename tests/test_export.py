@@ -25,6 +25,7 @@ from tests.helpers.exports import (
     BATCH_SIZE,
     SEQ_LENGTH,
     assert_close,
+    assert_exports_fail,
     assert_zero_rows,
     client_outputs,
     cut,
@@ -534,14 +535,7 @@ def test_export_model_script_errors(minilm_dir, tmp_path):
         "--export_format=tflite --export_dtype=bfloat16": "--export_format=tflite has no bfloat16 export",
         "--tflite_inputs=ids": "--tflite_inputs is for --export_format=tflite, not serving",
     }
-    # One export folder each: the cases run at once, and a command holds its folder's lock.
-    scripts = {flags: export_script(*flags.split(), *common, f"--export_dir={tmp_path / f'never_written_{i}'}")
-               for i, flags in enumerate(cases)}
-    for flags, script in scripts.items():
-        output = script.communicate(timeout=300)[0]
-        assert script.returncode == 1, output[-2000:]
-        assert "Error: " in output and cases[flags] in output, output[-2000:]
-    assert os.listdir(tmp_path) == []  # a failed export leaves no folder
+    assert_exports_fail(cases, common, tmp_path)
 
 
 @pytest.mark.subprocess

@@ -110,6 +110,19 @@ def export_script(*flags):
                             env={**os.environ, "PYTHONPATH": ROOT})
 
 
+def assert_exports_fail(cases, common, tmp_path):
+    """Runs export_model.py once per case of `cases` ({"flags ...": the message its Error line must hold}) with the
+    flags `common`, all at once (each its own export folder in `tmp_path`: a command holds its folder's lock);
+    each must exit 1 with that message and leave no folder."""
+    scripts = {flags: export_script(*flags.split(), *common, f"--export_dir={tmp_path / f'never_written_{i}'}")
+               for i, flags in enumerate(cases)}
+    for flags, script in scripts.items():
+        output = script.communicate(timeout=300)[0]
+        assert script.returncode == 1, output[-2000:]
+        assert "Error: " in output and cases[flags] in output, output[-2000:]
+    assert os.listdir(tmp_path) == []  # a failed export leaves no folder
+
+
 def run_client(tmp_path_factory, name, client_python, make_requests):
     """(outputs {request/output: array}, errors {request: message}) of one fresh-venv process answering
     `make_requests()`, run once per session (shared directory `name`)."""
