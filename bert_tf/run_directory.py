@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 
-import tensorflow as tf
 from absl import logging
 
 from bert_tf import atomic_io
@@ -78,6 +77,8 @@ def write_bundle(prefix, write):
     complete and synced: `write(temporary_prefix)` writes it (TensorFlow's writers), then the data files and
     last the index are renamed. OSError naming `prefix` (and TensorFlow's reason) on failure, with the
     temporary files removed."""
+    import tensorflow as tf  # here, not at the top: reading checkpoints and this folder's files needs no TF
+
     tmp = atomic_io.temporary_path(prefix)
     try:
         write(tmp)
@@ -105,6 +106,8 @@ def write_index(directory, step, name=EXPORT_NAME, keep=MAX_CHECKPOINTS_TO_KEEP)
 
 def indexed_step(directory):
     """The step the `checkpoint` index file names when that bundle is complete, else None."""
+    import tensorflow as tf
+
     try:
         state = tf.train.get_checkpoint_state(directory)
     except Exception:  # a damaged index file: protobuf's parse errors have no common base class

@@ -4,6 +4,9 @@
 A bert_tf checkpoint is a Google one plus three marker tensors: the format version, the embedded
 bert_config.json and, for a task head other than the linear one, its options (`FORMAT_VERSION_NAME`,
 `CONFIG_NAME`, `HEAD_NAME`); Google's optimizer slots and step counters are ignored with a reason.
+
+Reading uses TensorFlow's reader (which checks every tensor's CRC32C) when TensorFlow can be imported, else
+the pure-NumPy `tensor_bundle` reader (JAX or PyTorch hosts); writing needs TensorFlow.
 """
 
 import glob
@@ -12,9 +15,9 @@ import os
 import re
 
 import numpy as np
-import tensorflow as tf
 
 from bert_tf import run_directory
+from bert_tf.formats import tensor_bundle
 from bert_tf.formats.source import CheckpointSource
 
 GOOGLE, NATIVE = "google", "native"
@@ -48,14 +51,21 @@ def checkpoint_prefix(path):
     return None
 
 
-def read_checkpoint(prefix):
-    """The Google or bert_tf checkpoint at `prefix` as a CheckpointSource (format GOOGLE or NATIVE); ValueError
-    naming `prefix` for an unreadable bundle, a TF2 object-based checkpoint or one without BERT variables."""
+def _tensorflow():
+    """The tensorflow module, or None where it cannot be imported (a JAX or PyTorch host)."""
+    try:
+        import tensorflow as tf
+    except ImportError:
+        return None
+    return tf
+
+
+def _open_with_tensorflow(tf, prefix):
+    """(shapes {name: shape}, read(name) -> array) of the bundle at `prefix`, by TensorFlow's reader."""
     try:
         reader = tf.train.load_checkpoint(prefix)
     except (tf.errors.OpError, ValueError) as e:
         raise ValueError(f"{prefix}: cannot read TensorFlow checkpoint ({str(e).splitlines()[0]})") from None
-    shapes = reader.get_variable_to_shape_map()
 
     def read(name):
         try:
@@ -64,6 +74,32 @@ def read_checkpoint(prefix):
             reason = (getattr(e, "message", None) or str(e)).strip().splitlines()[0]
             raise ValueError(f"{prefix}: cannot read {name}: {reason} (a damaged or truncated checkpoint)") from None
 
+    return reader.get_variable_to_shape_map(), read
+
+
+def _open_without_tensorflow(prefix):
+    """(shapes {name: shape}, read(name) -> array) of the bundle at `prefix`, by `tensor_bundle` (no CRC32C
+    check), with the same messages as `_open_with_tensorflow`."""
+    try:
+        shapes, _, read_bundled = tensor_bundle.read_bundle(prefix)
+    except ValueError as e:
+        raise ValueError(f"{prefix}: cannot read TensorFlow checkpoint ({e})") from None
+
+    def read(name):
+        try:
+            return read_bundled(name)
+        except ValueError as e:
+            raise ValueError(f"{prefix}: cannot read {name}: {e} (a damaged or truncated checkpoint)") from None
+
+    return shapes, read
+
+
+def read_checkpoint(prefix):
+    """The Google or bert_tf checkpoint at `prefix` as a CheckpointSource (format GOOGLE or NATIVE); ValueError
+    naming `prefix` for an unreadable bundle, a TF2 object-based checkpoint or one without BERT variables.
+    Read by TensorFlow when it can be imported, else by `tensor_bundle`."""
+    tf = _tensorflow()
+    shapes, read = _open_with_tensorflow(tf, prefix) if tf else _open_without_tensorflow(prefix)
     if FORMAT_VERSION_NAME in shapes:
         version = int(read(FORMAT_VERSION_NAME))
         if version != FORMAT_VERSION:
@@ -91,7 +127,11 @@ def read_checkpoint(prefix):
 def write_checkpoint(prefix, tensors, config_json=None, head=None):
     """Writes {canonical name: array} as a bert_tf checkpoint at `prefix`, with the format marker, the
     embedded bert_config.json text `config_json` and the task head options `head` (a JSON-able dict) when
-    given; complete or not at all (`run_directory.write_bundle`)."""
+    given; complete or not at all (`run_directory.write_bundle`). Needs TensorFlow (ValueError without it)."""
+    tf = _tensorflow()
+    if tf is None:
+        raise ValueError(f"{prefix}: writing a TensorFlow checkpoint needs TensorFlow (pip install tensorflow); "
+                         "reading one does not")
     tensors = {n: np.asarray(v) for n, v in tensors.items()}
     tensors[FORMAT_VERSION_NAME] = np.asarray(FORMAT_VERSION, np.int64)
     if config_json is not None:
