@@ -14,7 +14,7 @@
   layer_norm forward + backward of LayerNorm on a float32 hidden state [B * T, 768]: keras.layers.
              LayerNormalization (automatic gradient) vs BertLayerNorm in training (two XLA kernels); and the
              forward alone as inference runs it: keras.layers.LayerNormalization vs BertLayerNorm
-             (`layer_norm_for_inference`, six plain ops);
+             (`layer_norm.layer_norm`, six plain ops);
   dropout    one training-mode dropout of rate 0.1 on the attention probabilities [B, 12, T, T] (float32) and
              on a hidden state [B, T, 768] (bfloat16): keras.layers.Dropout vs bert_tf's BertDropout;
   qkv        the attention projections: three BertDense vs one fused [768, 2304] matmul whose kernel is the
@@ -99,7 +99,8 @@ def gelu_block(kind, shape):
     import keras
     import tensorflow as tf
 
-    from bert_tf.modeling.layers.activations import gelu, gelu_for_training
+    from bert_tf.modeling.layers.activations import gelu
+    from bert_tf.modeling.layers.tf_kernels import gelu_for_training
     function = {"keras.activations.gelu": lambda v: keras.activations.gelu(v, approximate=False),
                 "bert_tf gelu": gelu, "gelu_for_training": gelu_for_training}[kind]
     return forward_backward_block(function, shape, tf.bfloat16)

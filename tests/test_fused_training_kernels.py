@@ -8,8 +8,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertEncoder
-from bert_tf.modeling.layers.activations import gelu, gelu_for_training
+from bert_tf.modeling.layers.activations import gelu
 from bert_tf.modeling.layers.layer_norm import BertLayerNorm
+from bert_tf.modeling.layers.tf_kernels import gelu_for_training
 from tests.helpers.model_inputs import random_inputs
 
 
@@ -42,7 +43,7 @@ def test_layer_norm_training_form_matches_keras_layer_norm(shape):
     np.testing.assert_allclose(actual, expected, atol=1e-5)
     for got, want in zip(actual_grads, expected_grads):  # dx, dgamma, dbeta
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-    inference = fused(x, training=False)  # layer_norm_for_inference: the same function in six plain ops
+    inference = fused(x, training=False)  # layer_norm.layer_norm: the same function in six plain ops
     np.testing.assert_allclose(inference, reference(x), atol=1e-5)
 
 

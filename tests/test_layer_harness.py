@@ -14,6 +14,10 @@ and run_model_saving_test), on the tiny config:
               weights.
 
 A new layer or model is one line in CASES; test_every_layer_and_model_is_in_the_harness fails until it is there.
+
+The harness runs on the Keras backend of the process (KERAS_BACKEND): TensorFlow here, JAX and PyTorch in their
+own processes (tests/test_backends.py). The in-graph tokenizers are TensorFlow's (tensorflow-text) and run on
+the TensorFlow backend only.
 """
 
 import dataclasses
@@ -25,7 +29,7 @@ from typing import Any, Callable
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
+from keras import ops
 
 import bert_tf
 from bert_tf import BertConfig
@@ -52,9 +56,12 @@ from bert_tf.modeling.tasks.task_model import BertTaskModel
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 from bert_tf.tokenization.in_graph import BertPacker, BertTokenizer
 from tests.helpers import tokenizer_data
+from tests.helpers.gradients import gradients_of
 from tests.helpers.model_inputs import random_inputs
 
 ABSTRACT = {ObjectiveModel, BertTaskModel}  # bases that are never built themselves
+ON_TENSORFLOW = keras.backend.backend() == "tensorflow"
+TENSORFLOW_ONLY = (BertTokenizer, BertPacker)  # in-graph tokenization: tensorflow-text ops
 B, T, PREDICTIONS, CHOICES = 2, 9, 3, 3
 F32, COMPUTE = "float32", "compute"  # expected output dtypes under mixed_bfloat16; COMPUTE: the policy's
 
@@ -89,11 +96,15 @@ def pretraining_features(config):
 
 
 def text_lines():
+    import tensorflow as tf
+
     return tf.constant(tokenizer_data.corpus_lines()[-100:])
 
 
 def token_ids():
     """Two segments of word-piece ids, ragged [100, (tokens)], from the uncased tokenizer."""
+    import tensorflow as tf
+
     tokenizer = BertTokenizer(tokenizer_data.uncased_vocab_file())
     lines = tokenizer_data.corpus_lines()
     return [tokenizer(tf.constant(lines[-100:])), tokenizer(tf.constant(lines[-200:-100]))]
@@ -204,7 +215,11 @@ LAYER_CASES = [case for case in CASES if not case.is_model]
 
 
 def cases(selection):
-    return pytest.mark.parametrize("case", selection, ids=[case.id for case in selection])
+    marks = {case.id: pytest.mark.skipif(not ON_TENSORFLOW and issubclass(case.cls, TENSORFLOW_ONLY),
+                                         reason="tensorflow-text ops: the TensorFlow backend only")
+             for case in selection}
+    return pytest.mark.parametrize("case", [pytest.param(case, id=case.id, marks=marks[case.id])
+                                            for case in selection])
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -214,10 +229,14 @@ def paths(outputs):
     return [("/".join(map(str, path)), value) for path, value in keras.tree.flatten_with_path(outputs)]
 
 
+def numpy(value):
+    """A backend tensor (or array) as a NumPy array, bfloat16 kept."""
+    return ops.convert_to_numpy(value)
+
+
 def flat(outputs):
     """Every output as a NumPy array (a ragged one as a list of lists), in keras.tree order."""
-    return [value.to_list() if isinstance(value, tf.RaggedTensor) else np.asarray(value)
-            for _, value in paths(outputs)]
+    return [value.to_list() if hasattr(value, "to_list") else numpy(value) for _, value in paths(outputs)]
 
 
 def assert_same_outputs(got, expected, what):
@@ -283,23 +302,26 @@ def test_runs_under_mixed_bfloat16_with_the_documented_float32_parts(case, tiny_
     for mode, values in (("inference", outputs), ("training", training_outputs)):
         got = paths(values)
         assert [path for path, _ in got] == list(documented), f"{case.id} {mode}"
-        assert {path: value.dtype.name for path, value in got} == documented, f"{case.id} {mode}"
-        assert all(np.isfinite(tf.cast(value, tf.float32).numpy()).all() for _, value in got), f"{case.id} {mode}"
+        assert {path: keras.backend.standardize_dtype(value.dtype) for path, value in got} == documented, \
+            f"{case.id} {mode}"
+        assert all(np.isfinite(numpy(ops.cast(value, "float32"))).all() for _, value in got), f"{case.id} {mode}"
     for (path, value), reference_value in zip(paths(outputs), flat(expected)):
-        np.testing.assert_allclose(tf.cast(value, tf.float32).numpy(), reference_value, atol=0.1,
+        np.testing.assert_allclose(numpy(ops.cast(value, "float32")), reference_value, atol=0.1,
                                    err_msg=f"{case.id} {path}")
 
 
 def keras_file_model(case, layer, args):
     """(a functional keras.Model around `layer` with inputs of `args`' shapes, its call arguments)."""
     if isinstance(layer, BertPacker):  # ragged ids: through the tokenizer, from strings
+        import tensorflow as tf
+
         texts = [keras.Input(shape=(), dtype="string") for _ in range(2)]
         tokenizer = BertTokenizer(tokenizer_data.uncased_vocab_file())
         lines = tokenizer_data.corpus_lines()
         return keras.Model(texts, layer([tokenizer(text) for text in texts])), [
             tf.constant(lines[-100:]), tf.constant(lines[-200:-100])]
-    inputs = [keras.Input(batch_shape=tuple(arg.shape), dtype=arg.dtype.name if isinstance(arg, tf.Tensor)
-                          else arg.dtype) for arg in args]
+    inputs = [keras.Input(batch_shape=tuple(arg.shape), dtype=keras.backend.standardize_dtype(arg.dtype))
+              for arg in args]
     return keras.Model(inputs, call(layer, inputs)), list(args)
 
 
@@ -332,14 +354,16 @@ def test_registered_for_keras_files(case):
 @cases([case for case in LAYER_CASES if case.dtypes is not None])
 def test_every_trainable_weight_gets_a_finite_gradient(case, tiny_config):
     layer, args, _ = built(case, tiny_config)
-    with tf.GradientTape() as tape:
-        loss = sum(tf.reduce_sum(tf.cast(value, tf.float32) ** 2)
-                   for value in tf.nest.flatten(call(layer, args, training=True)))
-    gradients = tape.gradient(loss, layer.trainable_weights)
+
+    def loss():
+        return sum(ops.sum(ops.cast(value, "float32") ** 2) for value in keras.tree.flatten(
+            call(layer, args, training=True)))
+
+    _, gradients = gradients_of(layer, loss)
     assert layer.trainable_weights or isinstance(layer, (BertDropout, SentencePooling))  # the weightless ones
     for weight, gradient in zip(layer.trainable_weights, gradients):
         assert gradient is not None, weight.path
-        assert np.isfinite(tf.convert_to_tensor(gradient).numpy()).all(), weight.path
+        assert np.isfinite(numpy(gradient)).all(), weight.path
 
 
 @cases(MODEL_CASES)
@@ -349,11 +373,13 @@ def test_one_training_step_changes_the_weights(case, tiny_config):
     before = [w.numpy().copy() for w in model.trainable_weights]
     optimizer = keras.optimizers.Adam(1e-2)
     if case.features is None:  # the encoder: no objective, a loss of its outputs
-        with tf.GradientTape() as tape:
+        def encoder_loss():
             outputs = model(*args, training=True)
-            loss = tf.reduce_mean(outputs["sequence_output"] ** 2) + tf.reduce_mean(outputs["pooled_output"] ** 2)
-        optimizer.apply(tape.gradient(loss, model.trainable_weights), model.trainable_weights)
-        loss = float(loss)
+            return ops.mean(outputs["sequence_output"] ** 2) + ops.mean(outputs["pooled_output"] ** 2)
+
+        loss, gradients = gradients_of(model, encoder_loss)
+        optimizer.apply(gradients, model.trainable_weights)
+        loss = float(numpy(loss))
     else:
         model.compile(optimizer=optimizer, run_eagerly=True)  # one step: tracing would cost more than it saves
         history = model.fit(case.features(tiny_config), batch_size=B, epochs=1, verbose=0)

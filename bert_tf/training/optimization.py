@@ -63,8 +63,9 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     the same arithmetic as `keras.optimizers.AdamW` and torch's AdamW. Slots are named `adam_m` / `adam_v` as
     in Google's checkpoints. Variables are float32.
 
-    The moments and the Adam term are TensorFlow's fused `ResourceApplyAdam` kernel (one pass over w, m, v, g
-    instead of about ten; bias correction off by passing beta powers of 0), after the weight decay: 1.8x
+    On the TensorFlow backend the moments and the Adam term are its fused `ResourceApplyAdam` kernel (one pass
+    over w, m, v, g instead of about ten; bias correction off by passing beta powers of 0), after the weight
+    decay (elsewhere the same arithmetic in keras.ops, which jax.jit fuses): 1.8x
     faster than keras.optimizers.AdamW on BERT-Base (bench/RESULTS.md, bench_optimisations.py). The kernel
     computes 1 - beta_2 in float32 (0.00099998713 for 0.999, where the original's Python double gives
     0.001), which scales each Adam step by a relative ~6.5e-6 against the original.
@@ -106,22 +107,32 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         return ops.power(ops.cast(self.beta_1, dtype), step), ops.power(ops.cast(self.beta_2, dtype), step)
 
     def update_step(self, gradient, variable, learning_rate):
-        import tensorflow as tf  # the fused kernel: bert_tf runs Keras 3 on the TensorFlow backend
-
-        def handle(v):
-            return (v.value if isinstance(v, keras.Variable) else v).handle
-
         dtype = variable.dtype
-        learning_rate = ops.cast(learning_rate, dtype)
+        learning_rate, gradient = ops.cast(learning_rate, dtype), ops.cast(gradient, dtype)
         index = self._get_variable_index(variable)
         if self._decay[index] and self.weight_decay_rate:  # decoupled: uses w before this step's Adam term
             self.assign_sub(variable, learning_rate * self.weight_decay_rate * variable)
         beta_1_power, beta_2_power = self._beta_powers(dtype)
+        if keras.backend.backend() == "tensorflow":
+            self._fused_adam(variable, gradient, learning_rate, beta_1_power, beta_2_power)
+            return
+        m, v, _ = self._moments(gradient, variable)
+        step_size = learning_rate * ops.sqrt(1.0 - beta_2_power) / (1.0 - beta_1_power)
+        self.assign_sub(variable, step_size * m / (ops.sqrt(v) + ops.cast(self.epsilon, dtype)))
+
+    def _fused_adam(self, variable, gradient, learning_rate, beta_1_power, beta_2_power):
+        """The Adam term of `update_step` on the TensorFlow backend: TensorFlow's ResourceApplyAdam kernel (the
+        moments and the step in one pass; the same arithmetic as the keras.ops form of the other backends)."""
+        import tensorflow as tf  # the fused kernel: the TensorFlow backend's
+
+        def handle(v):
+            return (v.value if isinstance(v, keras.Variable) else v).handle
+
+        dtype, index = variable.dtype, self._get_variable_index(variable)
         tf.raw_ops.ResourceApplyAdam(
             var=handle(variable), m=handle(self._m[index]), v=handle(self._v[index]), beta1_power=beta_1_power,
             beta2_power=beta_2_power, lr=learning_rate, beta1=ops.cast(self.beta_1, dtype),
-            beta2=ops.cast(self.beta_2, dtype), epsilon=ops.cast(self.epsilon, dtype),
-            grad=ops.cast(gradient, dtype))
+            beta2=ops.cast(self.beta_2, dtype), epsilon=ops.cast(self.epsilon, dtype), grad=gradient)
 
     def get_config(self):
         return {**super().get_config(), "weight_decay_rate": self.weight_decay_rate, "beta_1": self.beta_1,

@@ -14,10 +14,9 @@ See also docs/DESIGN.md, section 4 (numerics).
 import math
 
 import keras
-import tensorflow as tf
 from keras import ops
 
-_SQRT_HALF = math.sqrt(0.5)  # 1 / sqrt(2)
+SQRT_HALF = math.sqrt(0.5)  # 1 / sqrt(2)
 
 
 def gelu(x):
@@ -25,40 +24,18 @@ def gelu(x):
     "gelu" use, written as HF writes it. Keras' gelu computes the same function with erfc; in bfloat16 this
     form's forward + backward is 1.7x faster on CPU (bench/bench_optimisations.py) and oneDNN still fuses it
     into the preceding MatMul + BiasAdd for inference."""
-    return 0.5 * x * (1.0 + ops.erf(x * _SQRT_HALF))
-
-
-@tf.function(jit_compile=True, reduce_retracing=True)
-def _gelu_forward(x):
-    """gelu(x) in one XLA kernel, computed in float32 and returned in x's dtype."""
-    return tf.cast(gelu(tf.cast(x, tf.float32)), x.dtype)
-
-
-@tf.function(jit_compile=True, reduce_retracing=True)
-def _gelu_backward(x, dy):
-    """dy * gelu'(x) = dy * (Phi(x) + x phi(x)) in one XLA kernel (float32 inside, x's dtype out)."""
-    x32 = tf.cast(x, tf.float32)
-    cdf = 0.5 * (1.0 + tf.math.erf(x32 * _SQRT_HALF))
-    pdf = tf.exp(-0.5 * tf.square(x32)) * (1.0 / math.sqrt(2.0 * math.pi))
-    return tf.cast(tf.cast(dy, tf.float32) * (cdf + x32 * pdf), x.dtype)
-
-
-@tf.custom_gradient
-def gelu_for_training(x):
-    """`gelu` with its forward and its hand-written backward each one XLA-fused kernel: the automatic
-    gradient of the erf form is about ten elementwise passes over the [tokens, intermediate] activations,
-    the largest tensors of a BERT step (bench/bench_optimisations.py: `gelu`). Used by BertDense in
-    training, where the pre-activation is kept for the backward anyway; inference keeps `gelu`, which
-    oneDNN fuses into the MatMul."""
-    return _gelu_forward(x), lambda dy: _gelu_backward(x, dy)
-
-
-_TRAINING_FORMS = {gelu: gelu_for_training}
+    return 0.5 * x * (1.0 + ops.erf(x * SQRT_HALF))
 
 
 def training_form(activation):
-    """The form of `activation` to use when gradients are taken (itself unless a fused one exists)."""
-    return _TRAINING_FORMS.get(activation, activation)
+    """The form of `activation` to use when gradients are taken: on the TensorFlow backend, GELU's fused
+    forward and backward (`tf_kernels.gelu_for_training`); otherwise `activation` itself (JAX's XLA fuses its
+    automatic gradient, PyTorch differentiates it as it is)."""
+    if activation is gelu and keras.backend.backend() == "tensorflow":
+        from bert_tf.modeling.layers.tf_kernels import gelu_for_training  # TensorFlow: only on its backend
+
+        return gelu_for_training
+    return activation
 
 
 def gelu_tanh(x):
