@@ -28,7 +28,8 @@ setuptools.setup(
     ],
     extras_require={
         "tfds": ["tensorflow-datasets"],
-        "test": ["pytest", "pytest-xdist", "tensorflow-datasets", "ruff==0.17.5"],  # ruff: `make lint`
+        # ruff: `make lint`; jax: the models on the JAX backend (tests/test_backends.py; tools/peer_venvs.JAX)
+        "test": ["pytest", "pytest-xdist", "tensorflow-datasets", "ruff==0.17.5", "jax[cpu]==0.10.2"],
         "bench": ["tokenizers"],  # HuggingFace tokenizers, for bench/bench_tokenizers.py only
     },
 )

@@ -67,3 +67,55 @@ def test_twenty_training_steps_give_tensorflows_losses_on_jax_and_on_two_devices
         assert len(jax) == 20 and jax[-1] < jax[0] / 10, (model, jax)  # it learns
         np.testing.assert_allclose(jax, tensorflow, rtol=0, atol=1e-4, err_msg=model)
         np.testing.assert_allclose(two_devices, jax, rtol=0, atol=1e-5, err_msg=model)
+
+
+NO_TENSORFLOW_SCRIPT = """
+import os, sys
+sys.path.insert(0, sys.argv[1])
+os.environ["KERAS_BACKEND"] = "jax"
+import numpy as np
+try:
+    import tensorflow  # noqa: F401
+    sys.exit("tensorflow is installed here")
+except ImportError:
+    pass
+from bert_tf import BertEncoder, load_checkpoint
+from bert_tf.checkpoints import config_of
+minilm, saved, inputs_file, output_file = sys.argv[2:]
+inputs = dict(np.load(inputs_file))
+pooled = {}
+for name, checkpoint in (("huggingface", minilm), ("bert_tf", saved)):
+    encoder = BertEncoder(config_of(checkpoint))
+    encoder(inputs)
+    report = load_checkpoint(encoder, checkpoint)
+    assert not report.missing, report.missing
+    pooled[name] = np.asarray(encoder(inputs)["pooled_output"])
+np.savez(output_file, tensorflow_imported=np.asarray("tensorflow" in sys.modules), **pooled)
+"""
+
+
+def test_a_python_without_tensorflow_loads_minilm_and_gives_tensorflows_outputs(tmp_path):
+    """Keras on JAX with no TensorFlow installed: bert_tf imports, loads MiniLM from its HuggingFace directory
+    and from a bert_tf checkpoint (the TensorFlow bundle read by formats/tensor_bundle.py), and gives the
+    pooled output the TensorFlow backend gives, within 1e-5."""
+    from bert_tf import BertEncoder, load_checkpoint, save_checkpoint
+    from bert_tf.checkpoints import config_of
+    from tests.helpers.backend_outputs import text_inputs
+    from tools.peer_venvs import jax_without_tensorflow_python
+    from tools.pypi_data import minilm_dir
+
+    inputs = text_inputs()
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    encoder = BertEncoder(config_of(minilm_dir()))
+    encoder(inputs)
+    load_checkpoint(encoder, minilm_dir())
+    save_checkpoint(encoder, str(tmp_path / "saved" / "model.ckpt"), encoder.config)
+    expected = encoder(inputs)["pooled_output"].numpy()
+    done = subprocess.run([jax_without_tensorflow_python(), "-c", NO_TENSORFLOW_SCRIPT, ROOT, minilm_dir(),
+                           str(tmp_path / "saved" / "model.ckpt"), str(tmp_path / "inputs.npz"),
+                           str(tmp_path / "pooled.npz")], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = np.load(tmp_path / "pooled.npz")
+    assert not got["tensorflow_imported"]
+    for name in ("huggingface", "bert_tf"):
+        np.testing.assert_allclose(got[name], expected, rtol=0, atol=1e-5, err_msg=name)

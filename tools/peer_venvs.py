@@ -119,3 +119,20 @@ def litert_python():
                               f"text{tensorflow_text.__version__}-{LITERT.replace('==', '')}", [
                                   f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}",
                                   LITERT], 1200)
+
+
+JAX = "jax[cpu]==0.10.2"  # also the test extra's (setup.py)
+
+
+def jax_without_tensorflow_python():
+    """Keras on JAX (CPU) with numpy, safetensors, h5py and absl-py at this process's versions, and no
+    TensorFlow: a JAX host loading bert_tf from the checkout (tests/test_backends.py)."""
+    import absl
+    import h5py
+    import keras
+    import numpy
+    import safetensors
+    pins = [f"keras=={keras.__version__}", JAX, f"numpy=={numpy.__version__}",
+            f"safetensors=={safetensors.__version__}", f"h5py=={h5py.__version__}",
+            f"absl-py=={absl.__version__}"]
+    return pinned_venv_python(f"bert_tf_jax_venv-{python_minor()}-{joined(pins)}", pins, 1200)
