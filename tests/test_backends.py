@@ -1,7 +1,9 @@
-"""bert_tf's models on the JAX backend, each check in a process of its own (KERAS_BACKEND is read once per
-process): the layer harness over every layer and model, every output on real MiniLM weights within 1e-5 of
-the TensorFlow backend, twenty training steps with the same losses as TensorFlow, and DataParallel over two
-host devices with the same losses as one device."""
+"""bert_tf's models on the JAX and PyTorch backends, each check in a process of its own (KERAS_BACKEND is read
+once per process): the layer harness over every layer and model and the dropout checks, every output on real
+MiniLM weights within 1e-5 of the TensorFlow backend, twenty training steps with the same losses as TensorFlow,
+DataParallel over two host devices (JAX) with the same losses as one device, and a JAX host without TensorFlow.
+JAX runs in this Python (jax is a test dependency); PyTorch in a venv of its own (tools/peer_venvs.py, about
+1 GB with TensorFlow beside it), in the extended tier."""
 
 import json
 import os
@@ -14,6 +16,16 @@ import pytest
 from tests.helpers.finetuning_scripts import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
+BACKENDS = [pytest.param("jax"), pytest.param("torch", marks=pytest.mark.extended)]
+
+
+def python_of(backend):
+    """The Python that runs `backend`: this one (TensorFlow, JAX) or the PyTorch venv."""
+    if backend != "torch":
+        return sys.executable
+    from tools.peer_venvs import torch_backend_python
+
+    return torch_backend_python()
 
 
 def on_backend(backend, *args, devices=1, timeout=900):
@@ -22,7 +34,7 @@ def on_backend(backend, *args, devices=1, timeout=900):
     env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
     if devices > 1:
         env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
-    done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+    done = subprocess.run([python_of(backend), *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
     assert done.returncode == 0, f"{backend}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
     return done
@@ -36,37 +48,56 @@ def checkpoints(tmp_path_factory):
     return directory
 
 
-def test_the_layer_harness_passes_on_jax():
-    done = on_backend("jax", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                      "tests/test_layer_harness.py", timeout=1200)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_layer_harness_and_the_dropout_checks_pass(backend):
+    done = on_backend(backend, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_layer_harness.py",
+                      "tests/test_dropout.py", timeout=1500)
     summary = done.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
-    assert int(summary.split(" passed")[0].split()[-1]) >= 120, summary  # every case but the tokenizers'
+    assert int(summary.split(" passed")[0].split()[-1]) >= 132, summary  # every case but the tokenizers'
 
 
-def test_every_output_on_real_weights_matches_tensorflow_on_jax(checkpoints):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_output_on_real_weights_matches_tensorflow(backend, checkpoints, tmp_path):
     on_backend("tensorflow", "-m", "tests.helpers.backend_outputs", "run", str(checkpoints),
-               str(checkpoints / "tensorflow.npz"))
-    on_backend("jax", "-m", "tests.helpers.backend_outputs", "run", str(checkpoints), str(checkpoints / "jax.npz"))
-    expected, got = np.load(checkpoints / "tensorflow.npz"), np.load(checkpoints / "jax.npz")
+               str(tmp_path / "tensorflow.npz"))
+    on_backend(backend, "-m", "tests.helpers.backend_outputs", "run", str(checkpoints), str(tmp_path / "got.npz"))
+    expected, got = np.load(tmp_path / "tensorflow.npz"), np.load(tmp_path / "got.npz")
     assert sorted(got) == sorted(expected) and len(expected) == 25  # 15 encoder outputs, the heads', HF's pooled
     for name in expected:
         np.testing.assert_allclose(got[name], expected[name], rtol=0, atol=1e-5, err_msg=name)
 
 
-def test_twenty_training_steps_give_tensorflows_losses_on_jax_and_on_two_devices(checkpoints):
-    for backend, devices in (("tensorflow", 1), ("jax", 1), ("jax", 2)):
-        output = checkpoints / f"losses_{backend}_{devices}.json"
-        on_backend(backend, "-m", "tests.helpers.backend_training", str(checkpoints), str(output),
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_twenty_training_steps_give_tensorflows_losses(backend, checkpoints, tmp_path):
+    """And on JAX, DataParallel over two host devices gives the losses of one."""
+    runs = [("tensorflow", 1), (backend, 1)] + ([(backend, 2)] if backend == "jax" else [])
+    losses = {}
+    for name, devices in runs:
+        output = tmp_path / f"losses_{name}_{devices}.json"
+        on_backend(name, "-m", "tests.helpers.backend_training", str(checkpoints), str(output),
                    *(["--data_parallel"] if devices > 1 else []), devices=devices)
-    losses = {run: json.loads((checkpoints / f"losses_{run}.json").read_text())
-              for run in ("tensorflow_1", "jax_1", "jax_2")}
-    assert losses["jax_2"]["devices"] == 2 and losses["jax_1"]["devices"] == 1
+        losses[name, devices] = json.loads(output.read_text())
+        assert losses[name, devices]["devices"] == devices
     for model in ("classifier", "pretrainer"):
-        tensorflow, jax, two_devices = (losses[run][model] for run in ("tensorflow_1", "jax_1", "jax_2"))
-        assert len(jax) == 20 and jax[-1] < jax[0] / 10, (model, jax)  # it learns
-        np.testing.assert_allclose(jax, tensorflow, rtol=0, atol=1e-4, err_msg=model)
-        np.testing.assert_allclose(two_devices, jax, rtol=0, atol=1e-5, err_msg=model)
+        tensorflow, got = losses["tensorflow", 1][model], losses[backend, 1][model]
+        assert len(got) == 20 and got[-1] < got[0] / 10, (model, got)  # it learns
+        np.testing.assert_allclose(got, tensorflow, rtol=0, atol=1e-4, err_msg=model)
+        if (backend, 2) in losses:
+            np.testing.assert_allclose(losses[backend, 2][model], got, rtol=0, atol=1e-5, err_msg=model)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fit_evaluate_predict_in_both_precisions_with_the_projects_optimizers(backend, tmp_path):
+    on_backend(backend, "-m", "tests.helpers.backend_training", "--precisions", str(tmp_path / "runs.json"))
+    runs = json.loads((tmp_path / "runs.json").read_text())
+    assert sorted(runs) == ["float32 AdamWeightDecay", "float32 Lamb", "mixed_bfloat16 AdamWeightDecay",
+                            "mixed_bfloat16 Lamb"]
+    for name, run in runs.items():
+        losses = run["losses"]
+        assert len(losses) == 4 and np.isfinite(losses).all() and losses[-1] < losses[0], (name, losses)
+        assert set(run["evaluation"]) == {"loss", "classification_loss", "classification_accuracy"}, name
+        assert run["predictions"] == [[16, 2], "float32"], name  # logits stay float32 under mixed_bfloat16
 
 
 NO_TENSORFLOW_SCRIPT = """

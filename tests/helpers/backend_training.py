@@ -1,11 +1,16 @@
 """Twenty deterministic training steps on the Keras backend of the process, for tests/test_backends.py:
 
     KERAS_BACKEND=jax python -m tests.helpers.backend_training CHECKPOINTS OUT.json [--data_parallel]
+    KERAS_BACKEND=jax python -m tests.helpers.backend_training --precisions OUT.json
 
 The classifier and the MLM+NSP pretrainer of `backend_outputs.make` (real MiniLM weights, seeded heads) with
 dropout off, AdamWeightDecay (the original's optimizer, weight decay 0.01), the same batches of real text in
 the same order: OUT.json gets {model: [the loss of each step], "devices": the devices the steps ran on}.
 `--data_parallel`: under keras.distribution.DataParallel over every local device (JAX).
+
+`--precisions`: Keras fit / evaluate / predict of the classifier on the tiny config under float32 and
+mixed_bfloat16 with the project's optimizers (AdamWeightDecay accumulating 2 micro-batches, LAMB): OUT.json
+gets {"policy optimizer": {"losses": per epoch, "evaluation": evaluate's dict, "predictions": [shape, dtype]}}.
 """
 
 import dataclasses
@@ -54,6 +59,32 @@ def losses(directory, name, make_model):
     return result
 
 
+def precisions(output_file):
+    """The --precisions runs (see the module docstring) into `output_file`."""
+    from bert_tf.training.optimization import Lamb
+    from tests.helpers.configs import tiny_config
+    from tests.helpers.model_inputs import random_inputs
+
+    config, result = tiny_config(), {}
+    inputs = random_inputs(config, batch=16, seq=12, seed=3)
+    labels = np.random.default_rng(3).integers(0, 2, 16).astype(np.int32)
+    for policy in ("float32", "mixed_bfloat16"):
+        keras.mixed_precision.set_global_policy(policy)
+        for optimizer in (AdamWeightDecay(1e-3, weight_decay_rate=0.01, gradient_accumulation_steps=2),
+                          Lamb(1e-2, weight_decay_rate=0.01)):
+            keras.utils.set_random_seed(0)
+            model = BertClassifier(config, 2)
+            model.compile(optimizer)
+            history = model.fit({**inputs, "label_ids": labels}, batch_size=4, epochs=4, verbose=0)
+            evaluation = model.evaluate({**inputs, "label_ids": labels}, batch_size=8, verbose=0, return_dict=True)
+            predictions = model.predict(inputs, batch_size=8, verbose=0)
+            result[f"{policy} {type(optimizer).__name__}"] = {
+                "losses": history.history["loss"], "evaluation": evaluation,
+                "predictions": [list(predictions.shape), keras.backend.standardize_dtype(predictions.dtype)]}
+    with open(output_file, "w", encoding="utf-8") as f:
+        json.dump(result, f)
+
+
 def main(directory, output_file, data_parallel=False):
     if data_parallel:
         keras.distribution.set_distribution(keras.distribution.DataParallel())
@@ -66,4 +97,7 @@ def main(directory, output_file, data_parallel=False):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], "--data_parallel" in sys.argv[3:])
+    if sys.argv[1] == "--precisions":
+        precisions(sys.argv[2])
+    else:
+        main(sys.argv[1], sys.argv[2], "--data_parallel" in sys.argv[3:])

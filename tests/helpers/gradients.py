@@ -26,6 +26,7 @@ def gradients_of(layer, loss):
         for weight in weights:
             weight.value.grad = None
         value = loss()
-        value.backward()
+        if weights:  # a weightless layer's loss has no graph to go back through
+            value.backward()
         return value, [weight.value.grad for weight in weights]
     raise ValueError(f"no gradients for the Keras backend {backend}")

@@ -135,4 +135,4 @@ def hashed_dropout(x, rate, seed):
         y, keep = _dropout_forward(x, key, threshold, scale)
         return y, lambda dy: _dropout_backward(dy, keep, scale)
 
-    return dropout(x)
+    return dropout(tf.convert_to_tensor(x))  # a tensor, also when x is a variable (custom_gradient's rule)
