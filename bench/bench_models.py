@@ -3,7 +3,7 @@ PyTorch BERT.
 
     python bench/bench_models.py [--config=base] [--batch_sizes=1,8,32] [--seq_lengths=128,512]
         [--train_seq_lengths=128] [--dtypes=float32,bfloat16] [--xla=on,off] [--tasks=inference,train]
-        [--rounds=5] [--steps=3] [--warmup=2] [--torch_threads=0] [--note="smoke run"]
+        [--rounds=5] [--steps=3] [--warmup=2] [--torch_threads=0] [--baseline=REV] [--note="smoke run"]
 
 Same model shapes (a bert_tf config json: `--config=base` is bert_tf/configs/bert_base_uncased.json, or a path),
 random weights, random ids (no padding, segments half 0 / half 1). Paths:
@@ -22,6 +22,10 @@ random weights, random ids (no padding, segments half 0 / half 1). Paths:
 
 float32 and bfloat16: the TF paths with the Keras (tf_keras for Model Garden) `mixed_bfloat16` policy, torch with
 `torch.autocast("cpu", torch.bfloat16)`. `--xla=on,off`: jit_compile of the TF paths (torch runs eager).
+
+`--baseline=REV` measures bert_tf at the git revision REV beside the working tree, in the same rounds (a git
+worktree in a temporary folder, its own bench_models.py as the worker, on this Python): a change's speed before
+and after in one run.
 
 Every measurement is a fresh subprocess with one library (TF and torch in one process fight over threads),
 whose result comes back as JSON (bench/harness.py's worker processes): it builds the model, runs `--warmup`
@@ -57,6 +61,7 @@ from bench import harness  # noqa: E402  (after the path)
 CONFIG_NAMES = {"tiny", "mini", "small", "medium", "base", "large"}  # bert_tf/configs/ (workers run in peer venvs)
 LIBRARIES = ("bert_tf", "keras_hub", "model_garden", "torch")
 NAMES = {"bert_tf": "bert_tf", "keras_hub": "KerasHub", "model_garden": "Model Garden", "torch": "HF torch"}
+BASELINE = "bert_tf_baseline"  # --baseline: bert_tf at another revision
 
 
 # ------------------------------------------------------------------------------- worker (one per process)
@@ -308,8 +313,13 @@ def run_worker(case):
 
 # ---------------------------------------------------------------------------------- parent (orchestrator)
 
-def run_case(case, python, timeout):
-    """Runs one case in a fresh process of `python`; returns its JSON result or {"error": ...}."""
+def run_case(case, python, timeout, baseline_root=None):
+    """Runs one case in a fresh process of `python`; returns its JSON result or {"error": ...}. The baseline's
+    cases run the worker of the baseline's tree (`baseline_root`), with that tree first on the path."""
+    if case["library"] == BASELINE:
+        worker = os.path.join(baseline_root, "bench", "bench_models.py")
+        return harness.run_worker(worker, {**case, "library": "bert_tf"}, python, timeout,
+                                  env={"PYTHONPATH": baseline_root})
     return harness.run_worker(__file__, case, python, timeout, with_root=case["library"] == "bert_tf")
 
 
@@ -335,6 +345,8 @@ def main():
     parser.add_argument("--torch_threads", type=int, default=0,
                         help="torch.set_num_threads in the torch processes (0: torch's default, one per core). On a "
                         "loaded 2-core machine 2 OpenMP threads can be 10-30x slower than 1.")
+    parser.add_argument("--baseline", default=None, help="A git revision of bert_tf to measure beside the working "
+                        "tree, in the same rounds (e.g. the commit before a change).")
     parser.add_argument("--note", default="", help="Added to the section heading in RESULTS.md.")
     parser.add_argument("--timeout", type=int, default=1800, help="Seconds per measuring process.")
     args = harness.parse_args(parser, run_worker)
@@ -353,6 +365,16 @@ def main():
     split = harness.comma_list
     dtypes, libraries, tasks = split(args.dtypes), split(args.libraries), split(args.tasks)
     xla_settings = [{"on": True, "off": False}[x] for x in split(args.xla)]
+    baseline_root = None
+    if args.baseline:
+        import subprocess
+        import tempfile
+
+        baseline_root = os.path.join(tempfile.mkdtemp(prefix="bert_tf_baseline_"), "tree")
+        subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", baseline_root, args.baseline], check=True,
+                       capture_output=True)
+        NAMES[BASELINE] = f"bert_tf {args.baseline}"
+        libraries = [libraries[0], BASELINE, *libraries[1:]] if libraries[:1] == ["bert_tf"] else [BASELINE, *libraries]
     cases = []
     for task in tasks:
         for seq_length in map(int, split(args.seq_lengths if task == "inference" else args.train_seq_lengths)):
@@ -365,7 +387,7 @@ def main():
                                           "num_predictions": math.ceil(0.15 * seq_length), "config": config,
                                           "warmup": args.warmup, "steps": args.steps,
                                           "torch_threads": args.torch_threads})
-    pythons = {"bert_tf": sys.executable, "peak": sys.executable}
+    pythons = {"bert_tf": sys.executable, BASELINE: sys.executable, "peak": sys.executable}
     if {"keras_hub", "torch"} & set(libraries):
         begin = time.perf_counter()
         pythons["keras_hub"] = pythons["torch"] = peer_venvs.bench_models_python()
@@ -378,10 +400,16 @@ def main():
     load_start, begin = os.getloadavg(), time.perf_counter()
     first_peaks = harness.matmul_peaks(dtypes, args.timeout)
     jobs = {i: (f"{case['library']} {case['task']}", case["library"],
-                functools.partial(run_case, case, pythons[case["library"]], args.timeout))
+                functools.partial(run_case, case, pythons[case["library"]], args.timeout, baseline_root))
             for i, case in enumerate(cases)}
-    measured, errors, versions = harness.interleaved_rounds(jobs, args.rounds, begin,
-                                                            {"bert_tf": library_versions("bert_tf")})
+    try:
+        measured, errors, versions = harness.interleaved_rounds(jobs, args.rounds, begin,
+                                                                {"bert_tf": library_versions("bert_tf")})
+    finally:
+        if baseline_root:
+            import subprocess
+
+            subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", baseline_root], capture_output=True)
     results = {i: [result["time"] for result in found] for i, found in measured.items()}
     last_peaks = harness.matmul_peaks(dtypes, args.timeout)
     peak = {d: max(first_peaks[d], last_peaks[d]) for d in dtypes}
