@@ -32,7 +32,7 @@ def training_form(activation):
     forward and backward (`tf_kernels.gelu_for_training`); otherwise `activation` itself (JAX's XLA fuses its
     automatic gradient, PyTorch differentiates it as it is)."""
     if activation is gelu and keras.backend.backend() == "tensorflow":
-        from bert_tf.modeling.layers.tf_kernels import gelu_for_training  # TensorFlow: only on its backend
+        from bert_tf.modeling.layers.tf_kernels import gelu_for_training  # tf_kernels imports this module
 
         return gelu_for_training
     return activation

@@ -2,6 +2,8 @@
 
 import keras
 
+from bert_tf.modeling.layers.tf_kernels import hashed_dropout
+
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertDropout(keras.layers.Layer):
@@ -31,8 +33,6 @@ class BertDropout(keras.layers.Layer):
         if not training or not self.rate:
             return inputs
         if keras.backend.backend() == "tensorflow":
-            from bert_tf.modeling.layers.tf_kernels import hashed_dropout  # TensorFlow: only on its backend
-
             return hashed_dropout(inputs, self.rate, self.seed_generator.next())
         return keras.random.dropout(inputs, self.rate, seed=self.seed_generator)
 

@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from bert_tf.modeling.layers.tf_kernels import layer_norm_for_training
+
 
 def layer_norm(x, gamma, beta, epsilon):
     """LayerNorm over the last axis of float32 x [..., H], gamma/beta [H] -> float32 [..., H]: the math, as
@@ -33,8 +35,6 @@ class BertLayerNorm(keras.layers.LayerNormalization):
         super().__init__(axis=-1, epsilon=epsilon, name=name, **kwargs)
 
     def call(self, inputs, training=None):
-        normalize = layer_norm
-        if training and keras.backend.backend() == "tensorflow":
-            from bert_tf.modeling.layers.tf_kernels import layer_norm_for_training as normalize  # noqa: N813
-
+        on_tensorflow = keras.backend.backend() == "tensorflow"
+        normalize = layer_norm_for_training if training and on_tensorflow else layer_norm
         return normalize(ops.cast(inputs, "float32"), self.gamma, self.beta, self.epsilon)
