@@ -1,8 +1,9 @@
 """Encoder inference and the pretraining step, side by side: bert_tf vs KerasHub vs Model Garden vs HuggingFace
-PyTorch BERT.
+PyTorch BERT, and bert_tf vs KerasHub on Keras's JAX backend.
 
     python bench/bench_models.py [--config=base] [--batch_sizes=1,8,32] [--seq_lengths=128,512]
         [--train_seq_lengths=128] [--dtypes=float32,bfloat16] [--xla=on,off] [--tasks=inference,train]
+        [--libraries=bert_tf,keras_hub,model_garden,torch,bert_tf_jax,keras_hub_jax]
         [--rounds=5] [--steps=3] [--warmup=2] [--torch_threads=0] [--baseline=REV] [--note="smoke run"]
 
 Same model shapes (a bert_tf config json: `--config=base` is bert_tf/configs/bert_base_uncased.json, or a path),
@@ -20,8 +21,16 @@ random weights, random ids (no padding, segments half 0 / half 1). Paths:
              HF `BertForPreTraining` with `labels` and
              `next_sentence_label` (its MLM head runs on all T positions: that is HF's design) + torch AdamW
 
+bert_tf_jax and keras_hub_jax: the same two libraries with KERAS_BACKEND=jax, always XLA-compiled (jax.jit):
+inference the same forward pass (`stateless_call` under jax.jit, as Keras's predict); training one call of the
+model's Keras train function (`train_on_batch`, jit-compiled): bert_tf's `BertPretrainer` (its loss from the
+features, as every task model computes it) with AdamW, KerasHub's backbone + the same heads compiled with sparse
+cross-entropy (the MLM weights as sample weights), as `BertMaskedLM` compiles, with keras AdamW; both clip the
+gradients to global norm 1.0 as the TF paths do.
+
 float32 and bfloat16: the TF paths with the Keras (tf_keras for Model Garden) `mixed_bfloat16` policy, torch with
-`torch.autocast("cpu", torch.bfloat16)`. `--xla=on,off`: jit_compile of the TF paths (torch runs eager).
+`torch.autocast("cpu", torch.bfloat16)`, the JAX paths with Keras's `mixed_bfloat16`. `--xla=on,off`:
+jit_compile of the TF paths (torch runs eager).
 
 `--baseline=REV` measures bert_tf at the git revision REV beside the working tree, in the same rounds (a git
 worktree in a temporary folder, its own bench_models.py as the worker, on this Python): a change's speed before
@@ -38,11 +47,12 @@ measured in fresh processes at the start and the end of the run). Model FLOPs
 MLM work on the other positions does not count); inference: a third of the encoder's training FLOPs. The
 table and the command go to bench/RESULTS.md (appended under a file lock).
 
-bert_tf runs in this Python. The peers run in venvs under ~/.cache built once per machine (file lock), never
-in this Python (tools/peer_venvs.py's `bench_models_python` and `model_garden_python`): KerasHub and HF in one
-with pinned torch (the CPU wheel), transformers, tensorflow and keras at this process's versions, and
+bert_tf runs in this Python (on either backend). The peers run in venvs under ~/.cache built once per machine (file
+lock), never in this Python (tools/peer_venvs.py's `bench_models_python` and `model_garden_python`): KerasHub and
+HF in one with pinned torch (the CPU wheel), transformers, tensorflow and keras at this process's versions, and
 keras-hub; Model Garden in its own with tensorflow at this version, tf-keras, gin-config and scipy, and
-`tf-models-nightly` installed with --no-deps (its declared dependencies ask for tf-nightly).
+`tf-models-nightly` installed with --no-deps (its declared dependencies ask for tf-nightly); KerasHub on JAX in
+`keras_hub_jax_python`'s (KerasHub's pins and jax[cpu]).
 """
 
 import argparse
@@ -59,9 +69,12 @@ sys.path.insert(0, ROOT)  # bench.harness, in this Python and in the peers' venv
 from bench import harness  # noqa: E402  (after the path)
 
 CONFIG_NAMES = {"tiny", "mini", "small", "medium", "base", "large"}  # bert_tf/configs/ (workers run in peer venvs)
-LIBRARIES = ("bert_tf", "keras_hub", "model_garden", "torch")
-NAMES = {"bert_tf": "bert_tf", "keras_hub": "KerasHub", "model_garden": "Model Garden", "torch": "HF torch"}
+LIBRARIES = ("bert_tf", "keras_hub", "model_garden", "torch", "bert_tf_jax", "keras_hub_jax")
+NAMES = {"bert_tf": "bert_tf", "keras_hub": "KerasHub", "model_garden": "Model Garden", "torch": "HF torch",
+         "bert_tf_jax": "bert_tf JAX", "keras_hub_jax": "KerasHub JAX"}
+JAX_LIBRARIES = {"bert_tf_jax", "keras_hub_jax"}  # Keras on JAX (KERAS_BACKEND=jax): always XLA (jax.jit)
 BASELINE = "bert_tf_baseline"  # --baseline: bert_tf at another revision
+OWN = {"bert_tf", "bert_tf_jax", BASELINE}  # bert_tf itself, not a peer
 
 
 # ------------------------------------------------------------------------------- worker (one per process)
@@ -86,7 +99,7 @@ def random_inputs(batch_size, seq_length, num_predictions, vocab_size):
     }
 
 
-def tf_setup(case):
+def set_policy(case):
     import keras
     keras.mixed_precision.set_global_policy("mixed_bfloat16" if case["dtype"] == "bfloat16" else "float32")
 
@@ -99,7 +112,7 @@ def bert_tf_step(case, config, features):
     from bert_tf.modeling.encoder import BertEncoder
     from bert_tf.modeling.tasks.pretrainer import BertPretrainer
     from bert_tf.training import distribute, loop, optimization
-    tf_setup(case)
+    set_policy(case)
     if case["task"] == "inference":
         model = BertEncoder(config)
         inputs = {k: tf.constant(features[k]) for k in INPUT_NAMES}
@@ -138,28 +151,41 @@ def tape_step(loss_fn, variables, apply_gradients, xla):
     return lambda: step().numpy()
 
 
-def keras_hub_step(case, config, features):
-    """KerasHub's BertBackbone (inference) or backbone + MaskedLMHead + NSP Dense (training step)."""
-    import keras
+def keras_hub_backbone(config):
+    """KerasHub's BertBackbone of the bert_tf config dict `config`."""
     import keras_hub
-    import tensorflow as tf
-    tf_setup(case)
-    init = keras.initializers.TruncatedNormal(stddev=config["initializer_range"])
-    backbone = keras_hub.models.BertBackbone(
+    return keras_hub.models.BertBackbone(
         vocabulary_size=config["vocab_size"], num_layers=config["num_hidden_layers"],
         num_heads=config["num_attention_heads"], hidden_dim=config["hidden_size"],
         intermediate_dim=config["intermediate_size"], dropout=config["hidden_dropout_prob"],
         max_sequence_length=config["max_position_embeddings"], num_segments=config["type_vocab_size"])
+
+
+def keras_hub_heads(config, backbone):
+    """The pretraining heads KerasHub's BertMaskedLM builds (a MaskedLMHead tied to the token embedding, applied
+    at the gathered positions) and a Dense(2) next-sentence head on the pooled output."""
+    import keras
+    import keras_hub
+    init = keras.initializers.TruncatedNormal(stddev=config["initializer_range"])
+    mlm_head = keras_hub.layers.MaskedLMHead(
+        vocabulary_size=config["vocab_size"], token_embedding=backbone.token_embedding,
+        intermediate_activation="gelu", kernel_initializer=init, name="mlm_head")
+    return mlm_head, keras.layers.Dense(2, kernel_initializer=init, name="nsp_head")
+
+
+def keras_hub_step(case, config, features):
+    """KerasHub's BertBackbone (inference) or backbone + MaskedLMHead + NSP Dense (training step)."""
+    import keras
+    import tensorflow as tf
+    set_policy(case)
+    backbone = keras_hub_backbone(config)
     inputs = {"token_ids": tf.constant(features["input_ids"]), "segment_ids": tf.constant(features["segment_ids"]),
               "padding_mask": tf.constant(features["input_mask"])}
     if case["task"] == "inference":
         forward = tf.function(lambda x: (lambda o: (o["sequence_output"], o["pooled_output"]))(
             backbone(x, training=False)), jit_compile=case["xla"])
         return lambda: [t.numpy() for t in forward(inputs)]
-    mlm_head = keras_hub.layers.MaskedLMHead(
-        vocabulary_size=config["vocab_size"], token_embedding=backbone.token_embedding,
-        intermediate_activation="gelu", kernel_initializer=init, name="mlm_head")
-    nsp_head = keras.layers.Dense(2, kernel_initializer=init, name="nsp_head")
+    mlm_head, nsp_head = keras_hub_heads(config, backbone)
     positions = tf.constant(features["masked_lm_positions"])
     mlm_ids, nsp_labels = tf.constant(features["masked_lm_ids"]), tf.constant(features["next_sentence_labels"])
     mlm_weights = tf.constant(features["masked_lm_weights"])
@@ -178,6 +204,66 @@ def keras_hub_step(case, config, features):
     optimizer.build(variables)
 
     return tape_step(loss_fn, variables, lambda grads: optimizer.apply(grads, variables), case["xla"])
+
+
+def jax_forward(model, inputs):
+    """A callable running `model`'s forward pass (inference, no dropout) on `inputs` under jax.jit, as Keras's
+    predict does on JAX (the variables as arguments: `stateless_call`) -> [sequence_output, pooled_output]."""
+    import jax
+    import numpy as np
+    model(inputs)  # builds
+    trainable = [v.value for v in model.trainable_variables]
+    non_trainable = [v.value for v in model.non_trainable_variables]
+
+    @jax.jit
+    def forward(trainable, non_trainable, x):
+        outputs, _ = model.stateless_call(trainable, non_trainable, x, training=False)
+        return outputs["sequence_output"], outputs["pooled_output"]
+    return lambda: [np.asarray(t) for t in forward(trainable, non_trainable, inputs)]
+
+
+def bert_tf_jax_step(case, config, features):
+    """bert_tf on Keras's JAX backend: BertEncoder's forward pass (inference) or one step of BertPretrainer's
+    Keras train function (jit-compiled; the loss of its ObjectiveModel contract from the features) with the
+    AdamW of run_pretraining.py, the gradients clipped to global norm 1.0 as the TF loop does."""
+    from bert_tf.feature_schema import INPUT_NAMES
+    from bert_tf.modeling.encoder import BertEncoder
+    from bert_tf.modeling.tasks.pretrainer import BertPretrainer
+    from bert_tf.training import optimization
+    set_policy(case)
+    if case["task"] == "inference":
+        return jax_forward(BertEncoder(config), {k: features[k] for k in INPUT_NAMES})
+    model = BertPretrainer(config)
+    schedule = optimization.WarmupPolynomialDecay(1e-4, 10_000, 100)
+    model.compile(optimization.AdamWeightDecay(schedule, weight_decay_rate=0.01, bias_correction=True,
+                                               global_clipnorm=1.0))
+    return lambda: model.train_on_batch(features, return_dict=True)["loss"]
+
+
+def keras_hub_jax_step(case, config, features):
+    """KerasHub on Keras's JAX backend: BertBackbone's forward pass (inference) or one step of the Keras train
+    function of backbone + `keras_hub_heads` (as BertMaskedLM compiles: sparse cross-entropy from logits, the
+    MLM weights as sample weights; + the NSP loss) with keras AdamW clipped to global norm 1.0."""
+    import keras
+    set_policy(case)
+    backbone = keras_hub_backbone(config)
+    inputs = {"token_ids": features["input_ids"], "segment_ids": features["segment_ids"],
+              "padding_mask": features["input_mask"]}
+    if case["task"] == "inference":
+        return jax_forward(backbone, inputs)
+    mlm_head, nsp_head = keras_hub_heads(config, backbone)
+    positions = keras.Input((features["masked_lm_positions"].shape[1],), dtype="int32", name="mask_positions")
+    outputs = backbone(backbone.input)
+    model = keras.Model({**backbone.input, "mask_positions": positions},
+                        {"mlm": mlm_head(outputs["sequence_output"], mask_positions=positions),
+                         "nsp": nsp_head(outputs["pooled_output"])})
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model.compile(keras.optimizers.AdamW(1e-4, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0),
+                  loss={"mlm": loss, "nsp": loss})
+    x = {**inputs, "mask_positions": features["masked_lm_positions"]}
+    y = {"mlm": features["masked_lm_ids"], "nsp": features["next_sentence_labels"][:, 0]}
+    weights = {"mlm": features["masked_lm_weights"], "nsp": None}
+    return lambda: model.train_on_batch(x, y, sample_weight=weights, return_dict=True)["loss"]
 
 
 def model_garden_step(case, config, features):
@@ -278,6 +364,14 @@ def torch_step(case, config, features):
 
 
 def library_versions(library):
+    if library in JAX_LIBRARIES:
+        import jax
+        import keras
+        versions = f"JAX {jax.__version__}, Keras {keras.__version__}"
+        if library == "keras_hub_jax":
+            import keras_hub
+            versions += f", keras-hub {keras_hub.__version__}"
+        return versions
     if library == "torch":
         import torch
         import transformers
@@ -305,7 +399,8 @@ def run_worker(case):
         from bert_tf.config import BertConfig
         call = bert_tf_step(case, BertConfig.from_dict(config), features)
     else:
-        steps = {"keras_hub": keras_hub_step, "model_garden": model_garden_step, "torch": torch_step}
+        steps = {"keras_hub": keras_hub_step, "model_garden": model_garden_step, "torch": torch_step,
+                 "bert_tf_jax": bert_tf_jax_step, "keras_hub_jax": keras_hub_jax_step}
         call = steps[case["library"]](case, config, features)
     times = harness.timed_calls(call, case["warmup"], case["steps"])
     return {"time": float(np.median(times)), "times": times, "versions": library_versions(case["library"])}
@@ -314,13 +409,16 @@ def run_worker(case):
 # ---------------------------------------------------------------------------------- parent (orchestrator)
 
 def run_case(case, python, timeout, baseline_root=None):
-    """Runs one case in a fresh process of `python`; returns its JSON result or {"error": ...}. The baseline's
-    cases run the worker of the baseline's tree (`baseline_root`), with that tree first on the path."""
+    """Runs one case in a fresh process of `python` on its Keras backend; returns its JSON result or
+    {"error": ...}. The baseline's cases run the worker of the baseline's tree (`baseline_root`), with that tree
+    first on the path."""
+    backend = {"KERAS_BACKEND": "jax" if case["library"] in JAX_LIBRARIES else "tensorflow"}
     if case["library"] == BASELINE:
         worker = os.path.join(baseline_root, "bench", "bench_models.py")
         return harness.run_worker(worker, {**case, "library": "bert_tf"}, python, timeout,
-                                  env={"PYTHONPATH": baseline_root})
-    return harness.run_worker(__file__, case, python, timeout, with_root=case["library"] == "bert_tf")
+                                  env={**backend, "PYTHONPATH": baseline_root})
+    return harness.run_worker(__file__, case, python, timeout, with_root=case["library"] in ("bert_tf", "bert_tf_jax"),
+                              env=backend)
 
 
 def load_config(name):
@@ -381,17 +479,23 @@ def main():
             for batch_size in map(int, split(args.batch_sizes)):
                 for dtype in dtypes:
                     for library in libraries:
-                        for xla in (xla_settings if library != "torch" else [False]):
+                        fixed = {"torch": [False], **{name: [True] for name in JAX_LIBRARIES}}
+                        for xla in fixed.get(library, xla_settings):
                             cases.append({"task": task, "library": library, "batch_size": batch_size,
                                           "seq_length": seq_length, "dtype": dtype, "xla": xla,
                                           "num_predictions": math.ceil(0.15 * seq_length), "config": config,
                                           "warmup": args.warmup, "steps": args.steps,
                                           "torch_threads": args.torch_threads})
-    pythons = {"bert_tf": sys.executable, BASELINE: sys.executable, "peak": sys.executable}
+    pythons = {"bert_tf": sys.executable, BASELINE: sys.executable, "bert_tf_jax": sys.executable,
+               "peak": sys.executable}
     if {"keras_hub", "torch"} & set(libraries):
         begin = time.perf_counter()
         pythons["keras_hub"] = pythons["torch"] = peer_venvs.bench_models_python()
         print(f"peer venv: {pythons['torch']} ({time.perf_counter() - begin:.0f} s)", flush=True)
+    if "keras_hub_jax" in libraries:
+        begin = time.perf_counter()
+        pythons["keras_hub_jax"] = peer_venvs.keras_hub_jax_python()
+        print(f"KerasHub JAX venv: {pythons['keras_hub_jax']} ({time.perf_counter() - begin:.0f} s)", flush=True)
     if "model_garden" in libraries:
         begin = time.perf_counter()
         pythons["model_garden"] = peer_venvs.model_garden_python()
@@ -437,14 +541,19 @@ def main():
         best = best_settings.setdefault((case["task"], b, t), {})
         if b / median > best.get(case["library"], (0.0, ""))[0]:
             best[case["library"]] = (b / median, setting)
+    ratios = {"bert_tf / best peer": ("bert_tf", [lib for lib in libraries if lib not in OWN]),
+              "bert_tf JAX / KerasHub JAX": ("bert_tf_jax", ["keras_hub_jax"])}
+    ratios = {title: (ours, peers) for title, (ours, peers) in ratios.items()
+              if ours in libraries and set(peers) & set(libraries)}
     table += ["", "Each library in its best setting (precision x XLA) of this run, examples/s:", "",
-              "| task | batch | seq | " + " | ".join(NAMES[lib] for lib in libraries) + " | bert_tf / best peer |",
-              "|---|---:|---:|" + "---|" * len(libraries) + "---:|"]
+              "| task | batch | seq | " + " | ".join([NAMES[lib] for lib in libraries] + list(ratios)) + " |",
+              "|---|---:|---:|" + "---|" * len(libraries) + "---:|" * len(ratios)]
     for (task, b, t), best in best_settings.items():
         cells = [f"{best[lib][0]:.2f} ({best[lib][1]})" if lib in best else "failed" for lib in libraries]
-        peers = [best[lib][0] for lib in best if lib != "bert_tf"]
-        ratio = f"{best['bert_tf'][0] / max(peers):.2f}x" if "bert_tf" in best and peers else "-"
-        table.append(f"| {task} | {b} | {t} | " + " | ".join(cells) + f" | {ratio} |")
+        for ours, peers in ratios.values():
+            peer = max([best[lib][0] for lib in peers if lib in best], default=None)
+            cells.append(f"{best[ours][0] / peer:.2f}x" if ours in best and peer else "-")
+        table.append(f"| {task} | {b} | {t} | " + " | ".join(cells) + " |")
     peak_text = ", ".join(f"{d} {peak[d] / 1e12:.3f} TFLOP/s" for d in dtypes)
     text = "\n".join([
         "", harness.heading("bench_models.py", args.note), "",

@@ -13,6 +13,7 @@ keep the names and pins as they are to reuse the venvs already built.
                                       Runtime peers, and tools/huggingface_reference.py's transformers
     sentence_transformers_python()    tools/sentence_transformers_reference.py and bench/bench_embeddings.py
     keras_hub_python()                bench/bench_embeddings.py's KerasHub peer (tests/test_interop.py's venv)
+    keras_hub_jax_python()            bench/bench_models.py's KerasHub-on-JAX peer
     tensorflow_text_python()          the export tests' client (tests/helpers/exports.py)
 
 tools/ is the lower layer: bench/ imports it, it never imports bench/. Standard library only at import time
@@ -33,6 +34,7 @@ MODEL_GARDEN = ["tf-models-nightly==2.21.0.dev20260217"]  # installed with --no-
 MODEL_GARDEN_DEPENDENCIES = ["gin-config==0.5.0", "scipy==1.17.1"]  # + tensorflow and tf-keras at this TF version
 SERVING_PINS = [TORCH, TRANSFORMERS, ONNX, ONNXRUNTIME]
 SENTENCE_TRANSFORMERS_PINS = [TORCH, TRANSFORMERS, SENTENCE_TRANSFORMERS]
+JAX = "jax[cpu]==0.10.2"  # also the test extra's (setup.py)
 
 
 def joined(pins):
@@ -85,16 +87,27 @@ def sentence_transformers_python():
                               f"{joined(SENTENCE_TRANSFORMERS_PINS)}", SENTENCE_TRANSFORMERS_PINS)
 
 
-def keras_hub_python():
-    """KerasHub on this process's tensorflow, tensorflow-text, keras and safetensors, keras-hub at bert_tf's
-    preset version (the venv of tests/test_interop.py)."""
+def keras_hub_pins():
+    """tensorflow, tensorflow-text (keras-hub requires it), keras and safetensors at this process's versions,
+    keras-hub at bert_tf's preset version."""
     import keras
     import safetensors
     import tensorflow as tf
     import tensorflow_text
-    pins = [f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}",
+    return [f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}",
             f"keras=={keras.__version__}", keras_hub_pin(), f"safetensors=={safetensors.__version__}"]
+
+
+def keras_hub_python():
+    """KerasHub on `keras_hub_pins()` (the venv of tests/test_interop.py)."""
+    pins = keras_hub_pins()
     return pinned_venv_python(f"bert_tf_keras_hub_venv-{python_minor()}-{joined(pins)}", pins)
+
+
+def keras_hub_jax_python():
+    """KerasHub on JAX (CPU) for bench/bench_models.py: `keras_hub_pins()` and JAX."""
+    pins = [*keras_hub_pins(), JAX]
+    return pinned_venv_python(f"bert_tf_keras_hub_jax_venv-{python_release()}-{joined(pins)}", pins)
 
 
 def tensorflow_text_python():
@@ -119,9 +132,6 @@ def litert_python():
                               f"text{tensorflow_text.__version__}-{LITERT.replace('==', '')}", [
                                   f"tensorflow=={tf.__version__}", f"tensorflow-text=={tensorflow_text.__version__}",
                                   LITERT], 1200)
-
-
-JAX = "jax[cpu]==0.10.2"  # also the test extra's (setup.py)
 
 
 def jax_without_tensorflow_python():
