@@ -150,3 +150,23 @@ def test_a_python_without_tensorflow_loads_minilm_and_gives_tensorflows_outputs(
     assert not got["tensorflow_imported"]
     for name in ("huggingface", "bert_tf"):
         np.testing.assert_allclose(got[name], expected, rtol=0, atol=1e-5, err_msg=name)
+
+
+def test_a_command_on_a_python_without_tensorflow_says_what_to_install_in_one_line():
+    """A TensorFlow command (run_classifier.py) on the JAX venv without TensorFlow ends with one `Error:` line
+    naming the package and the pip command, exit status 1, no traceback; a pure-Python command
+    (evaluate_squad) still runs there."""
+    from tools.peer_venvs import jax_without_tensorflow_python
+
+    python = jax_without_tensorflow_python()
+    env = dict(os.environ, PYTHONPATH=ROOT, KERAS_BACKEND="jax")
+    env.pop("BERT_TF_TRACEBACK", None)
+    done = subprocess.run([python, os.path.join(ROOT, "run_classifier.py"), "--help"], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 1, done.stderr[-3000:]
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: run_classifier.py needs tensorflow, "), done.stderr
+    assert "pip install tensorflow tensorflow-text" in lines[0]
+    done = subprocess.run([python, "-m", "bert_tf.cli.evaluate_squad", "--help"], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 0 and "--na-prob-file" in done.stdout, done.stderr[-3000:]

@@ -16,6 +16,12 @@ cuInit" that looking for a GPU prints on a machine without a CUDA driver. So the
 cuInit error only after TensorFlow's own "Could not find cuda drivers" line. Every other line of that window
 is passed on as it comes, a process that dies there included (the filter is a separate process), and after
 it stderr is untouched. With TF_CPP_MIN_LOG_LEVEL=0 nothing is filtered. A GPU stays visible.
+
+TensorFlow missing. The commands need TensorFlow (tf.data input, the tf.distribute training loop, SavedModel
+export; tensorflow-text for the in-graph tokenizer), while the models run without it on Keras's JAX and PyTorch
+backends. A command started where `tensorflow` or `tensorflow_text` cannot be imported ends with one line
+(`missing_tensorflow_line`) and exit status 1 instead of a traceback (with BERT_TF_TRACEBACK=1, the traceback
+too).
 """
 
 import os
@@ -160,4 +166,33 @@ def quiet_tensorflow_start():
         sys.meta_path.insert(0, _QuietTensorFlowImport(level))
 
 
+TENSORFLOW_PACKAGES = {"tensorflow": "tensorflow", "tensorflow_text": "tensorflow-text"}  # module -> pip name
+
+
+def missing_tensorflow_line(module):
+    """The one line a command prints when `module` (a key of TENSORFLOW_PACKAGES) cannot be imported."""
+    return (f"Error: {os.path.basename(sys.argv[0]) or 'this command'} needs {TENSORFLOW_PACKAGES[module]}, which "
+            "this Python does not have: pip install tensorflow tensorflow-text (the commands read their input with "
+            "tf.data, train with tf.distribute and export SavedModels; without TensorFlow, bert_tf's models, "
+            "checkpoint loading and model.fit run on Keras's JAX or PyTorch backend: README, Backends)")
+
+
+def report_missing_tensorflow():
+    """Makes an uncaught ModuleNotFoundError of TensorFlow end the program with `missing_tensorflow_line`
+    (and the traceback only with BERT_TF_TRACEBACK=1); every other exception goes to the previous hook."""
+    previous = sys.excepthook
+
+    def hook(kind, error, traceback):
+        if not (isinstance(error, ModuleNotFoundError) and error.name in TENSORFLOW_PACKAGES):
+            previous(kind, error, traceback)
+            return
+        from bert_tf.cli.scripting import TRACEBACK_VARIABLE
+        if os.environ.get(TRACEBACK_VARIABLE) == "1":
+            previous(kind, error, traceback)
+        sys.stderr.write(missing_tensorflow_line(error.name) + "\n")
+
+    sys.excepthook = hook
+
+
 quiet_tensorflow_start()
+report_missing_tensorflow()
