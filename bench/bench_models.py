@@ -41,9 +41,9 @@ whose result comes back as JSON (bench/harness.py's worker processes): it builds
 calls (not timed; XLA compiles there), then `--steps` timed calls, and reports their median. `--rounds`
 interleaved rounds (every case once per round, so drifting load on a shared machine hits all alike); the table
 gives the median over the rounds of examples/s and tokens/s, and MFU = examples/s x model FLOPs per example /
-the matmul peak of that dtype, measured by `bert_tf.training.loop.measure_peak_flops` (the best of the peaks
+the matmul peak of that dtype, measured by `bert_tf.training.flops.measure_peak_flops` (the best of the peaks
 measured in fresh processes at the start and the end of the run). Model FLOPs
-(`loop.training_flops_per_example`): training at ceil(0.15 T) masked positions for every library (HF's extra
+(`flops.training_flops_per_example`): training at ceil(0.15 T) masked positions for every library (HF's extra
 MLM work on the other positions does not count); inference: a third of the encoder's training FLOPs. The
 table and the command go to bench/RESULTS.md (appended under a file lock).
 
@@ -455,7 +455,7 @@ def main():
 
     from bench.results import append_results
     from bert_tf.config import BertConfig
-    from bert_tf.training import loop
+    from bert_tf.training import flops as model_flops
     from tools import peer_venvs
 
     config, config_path = load_config(args.config)
@@ -531,9 +531,9 @@ def main():
             continue
         median = float(np.median(results[i]))
         if case["task"] == "train":
-            flops = loop.training_flops_per_example(bert_config, t, case["num_predictions"])
+            flops = model_flops.training_flops_per_example(bert_config, t, case["num_predictions"])
         else:
-            flops = loop.training_flops_per_example(bert_config, t, 0) / 3  # the encoder's forward pass
+            flops = model_flops.training_flops_per_example(bert_config, t, 0) / 3  # the encoder's forward pass
         mfu = b / median * flops / peak[case["dtype"]] if peak[case["dtype"]] else float("nan")
         table.append(f"{head} {median * 1e3:.1f} | {b / median:.2f} | {b * t / median:,.0f} | {mfu:.1%} | "
                      f"{len(results[i])} |")
@@ -566,7 +566,7 @@ def main():
         f"Each run a fresh process: {args.warmup} untimed + {args.steps} timed calls (median); {args.rounds} "
         f"interleaved rounds, medians over them ({elapsed:.0f} s in all); torch threads: "
         f"{args.torch_threads or 'default'}. Matmul peak "
-        f"(`loop.measure_peak_flops`, best of start and end): {peak_text}.", "",
+        f"(`flops.measure_peak_flops`, best of start and end): {peak_text}.", "",
         *table, ""])
     append_results(text)
     print(text)

@@ -54,8 +54,8 @@ process that loads its model and measures every case (batch x seq x input): at l
 requests (more until two in a row agree within 25%), then timed requests for `--seconds` (at least 3) or
 exactly `--requests`. Per round: p50 and p90 of the request latencies; the table gives their medians over
 the rounds; examples/s = batch / p50; MFU =
-examples/s x model FLOPs per example at seq (`loop.training_flops_per_example(config, seq, 0) / 3`, as
-bench_models.py) / the matmul peak of the precision class (`loop.measure_peak_flops` on /CPU:0 in fresh
+examples/s x model FLOPs per example at seq (`flops.training_flops_per_example(config, seq, 0) / 3`, as
+bench_models.py) / the matmul peak of the precision class (`flops.measure_peak_flops` on /CPU:0 in fresh
 processes at the start and end, the best): float32 or bfloat16; int8 rows have no MFU (no int8 peak is
 measured). Threads: every core (TF's default, `torch.set_num_threads(os.cpu_count())`, ORT
 `intra_op_num_threads`, TFLite `num_threads`). The section (command, commit, date, CPU, load average at the
@@ -523,7 +523,7 @@ def main():
     from bench.results import publish
     from bert_tf import BertConfig
     from bert_tf.tokenization import FullTokenizer
-    from bert_tf.training import loop
+    from bert_tf.training import flops as model_flops
     from tools import peer_venvs, pypi_data
 
     split = harness.comma_list
@@ -659,7 +659,7 @@ def main():
                  "rounds (requests) |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         pivot = {}
         for seq in seq_lengths:
-            flops = loop.training_flops_per_example(config, seq, 0) / 3
+            flops = model_flops.training_flops_per_example(config, seq, 0) / 3
             for batch in batch_sizes:
                 reference = stats.get((reference_impl, seq, batch, "ids"), {}).get("pooled")
                 for impl in implementations:
@@ -686,7 +686,7 @@ def main():
         lines = [f"### {MODELS[name][1]}", "",
                  f"L={config.num_hidden_layers}, H={config.hidden_size}, A={config.num_attention_heads}; "
                  f"{model['weights']}; exported with max_seq_length {max_seq}. Model FLOPs per example: "
-                 + ", ".join(f"seq {s}: {loop.training_flops_per_example(config, s, 0) / 3 / 1e9:.2f} GFLOP"
+                 + ", ".join(f"seq {s}: {model_flops.training_flops_per_example(config, s, 0) / 3 / 1e9:.2f} GFLOP"
                              for s in seq_lengths) + ".", ""]
         if name in onnx_info and "error" not in onnx_info[name]:
             info = onnx_info[name]
@@ -727,7 +727,7 @@ def main():
         f"untimed request(s) (more until two in a row agree within 25%), then {timing}; {rounds} interleaved "
         f"round(s), medians over them of p50 / p90 "
         f"({elapsed:.0f} s in all, exports included). examples/s = batch / p50. Matmul peak "
-        f"(`loop.measure_peak_flops`, best of start and end): {peak_text}; "
+        f"(`flops.measure_peak_flops`, best of start and end): {peak_text}; "
         f"int8 rows have no MFU. max abs d pooled: row 0's pooled output vs "
         f"{IMPLEMENTATIONS[reference_impl][4] + ', ids' if reference_impl else 'none'} on the same input.", "",
         *sections])

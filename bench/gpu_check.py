@@ -8,9 +8,9 @@ Shapes: the pretraining step (masked LM + next sentence, the real `loop.Trainer`
 XLA on) at batch 64 and 256 x sequence 128 and 512 (20 / 80 predictions, the original's ratio), and encoder
 inference (bfloat16, XLA on) at batch 1 and 64 x sequence 128. Each shape: `--warmup` untimed calls (XLA
 compiles there), then `--steps` timed ones; the line gives their median, examples/s, tokens/s and MFU =
-model FLOPs/s (`loop.training_flops_per_example`; inference a third of it) / the device's peak: the published
+model FLOPs/s (`flops.training_flops_per_example`; inference a third of it) / the device's peak: the published
 dense bfloat16 peak of the GPU when its name is in PUBLISHED_BF16_PEAKS, and always the matmul peak measured
-here (`loop.measure_peak_flops`), so both MFUs are given. A shape that fails (e.g. out of memory) prints its
+here (`flops.measure_peak_flops`), so both MFUs are given. A shape that fails (e.g. out of memory) prints its
 error in its line and the others go on.
 """
 
@@ -48,7 +48,7 @@ def main(argv=None):
     from bench.bench_models import bert_tf_step, load_config, random_inputs
     from bench.harness import timed_calls
     from bert_tf.config import BertConfig
-    from bert_tf.training import loop
+    from bert_tf.training import flops as model_flops
 
     gpus = tf.config.list_physical_devices("GPU")
     if not gpus and not args.dry_run:
@@ -59,7 +59,7 @@ def main(argv=None):
     config, _ = load_config("tiny" if args.dry_run else "base")
     bert_config = BertConfig.from_dict(config)
     gpu, published = published_peak(name)
-    measured = loop.measure_peak_flops(device, "bfloat16")
+    measured = model_flops.measure_peak_flops(device, "bfloat16")
     train_shapes, inference_shapes = ((DRY_TRAIN_SHAPES, DRY_INFERENCE_SHAPES) if args.dry_run
                                       else (TRAIN_SHAPES, INFERENCE_SHAPES))
     cases = [("train", b, t) for b, t in train_shapes] + [("inference", b, t) for b, t in inference_shapes]
@@ -73,9 +73,9 @@ def main(argv=None):
             with tf.device(device):
                 seconds = float(np.median(timed_calls(bert_tf_step(case, bert_config, features), args.warmup,
                                                       args.steps)))
-            flops = loop.training_flops_per_example(bert_config, seq_length, num_predictions)
+            flops = model_flops.training_flops_per_example(bert_config, seq_length, num_predictions)
             if task == "inference":
-                flops = loop.training_flops_per_example(bert_config, seq_length, 0) / 3
+                flops = model_flops.training_flops_per_example(bert_config, seq_length, 0) / 3
             achieved = flops * batch_size / seconds
             line.update(ms=round(seconds * 1e3, 3), examples_per_s=round(batch_size / seconds, 2),
                         tokens_per_s=round(batch_size * seq_length / seconds, 1),

@@ -14,7 +14,7 @@ gets that JSON, or {"error": the line of the worker's stderr that says why}.
 
     parse_args(parser, run)                    the script's arguments; in a worker: the RESULT line, exit
     run_worker(script, spec, python, timeout)  the parent's side
-    matmul_peaks(dtypes, timeout)              `loop.measure_peak_flops` on /CPU:0, each dtype in a fresh
+    matmul_peaks(dtypes, timeout)              `flops.measure_peak_flops` on /CPU:0, each dtype in a fresh
                                                process of this Python (this file is its worker)
 
 Interleaved rounds (every case once per round, so drifting load on a shared machine hits all cases alike):
@@ -125,12 +125,12 @@ def run_worker(script, spec, python, timeout, work_dir=None, with_root=False, en
 
 def peak_worker(spec):
     """This file's worker: {"peak": the matmul peak of spec["dtype"] on /CPU:0, FLOP/s}."""
-    from bert_tf.training import loop
-    return {"peak": loop.measure_peak_flops("/CPU:0", spec["dtype"])}
+    from bert_tf.training import flops
+    return {"peak": flops.measure_peak_flops("/CPU:0", spec["dtype"])}
 
 
 def matmul_peaks(dtypes, timeout, work_dir=None):
-    """{dtype: `loop.measure_peak_flops("/CPU:0", dtype)`, FLOP/s, or 0.0 where its process failed}, each
+    """{dtype: `flops.measure_peak_flops("/CPU:0", dtype)`, FLOP/s, or 0.0 where its process failed}, each
     measured in a fresh process of this Python."""
     return {dtype: run_worker(__file__, {"dtype": dtype}, sys.executable, timeout, work_dir, True).get("peak", 0.0)
             for dtype in dtypes}

@@ -32,6 +32,7 @@ reading the strategy's variables. Progress: the examples done, their rate and an
 
 import contextlib
 
+import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -55,13 +56,18 @@ class BatchedInference:
     """Runs `forward` over many examples, as the module docstring says.
 
     forward: a function of one batch, a dict of int tensors [b, ..., w] (the encoder inputs of the features),
-      to a tensor or a nesting of tensors [b, ...]; it is traced once, inside a tf.function.
+      to a tensor or a nesting of tensors [b, ...]; it is traced once, inside a tf.function. On Keras's JAX
+      backend (strategy None), a compiled function of NumPy inputs (`jax_step.jitted_forward`), run as it is
+      on bucketed widths (`use_xla` must be on).
     use_xla: compile it with XLA (bucketed widths, full batches). strategy: the tf.distribute strategy whose
       variables `forward` reads, or None. trim: cut batches to their longest example (False: full width).
     """
 
     def __init__(self, forward, use_xla=False, strategy=None, trim=True):
         self.forward, self.use_xla, self.strategy, self.trim = forward, use_xla, strategy, trim
+        self.on_jax = keras.backend.backend() == "jax"
+        if self.on_jax and not use_xla:
+            raise ValueError("on JAX, BatchedInference runs compiled functions: use_xla=True (bucketed widths)")
         several = strategy is not None and strategy.num_replicas_in_sync > 1  # (the default strategy: one)
         local = several and strategy.num_replicas_in_sync == len(strategy.extended.worker_devices)
         self.replicas = strategy.num_replicas_in_sync if local else 1
@@ -110,9 +116,12 @@ class BatchedInference:
         """The traced function of `inputs`' structure ([None, ..., None]: any rows, any width), and which
         axis of each output follows the width."""
         spec = {k: tf.TensorSpec([None, *v.shape[1:-1], None], tf.as_dtype(v.dtype)) for k, v in inputs.items()}
-        function = tf.function(self.forward, input_signature=[spec], jit_compile=self.use_xla)
         # Full-width batches (trim=False) need no padding back: their outputs stay as they come.
         self._token_axes = self._width_axes(spec) if self.trim else None
+        if self.on_jax:
+            self._function = self.forward
+            return
+        function = tf.function(self.forward, input_signature=[spec], jit_compile=self.use_xla)
         if self.replicas == 1:
             self._function = function
         else:
@@ -123,7 +132,7 @@ class BatchedInference:
     def _run(self, inputs):
         """`forward` of one batch (NumPy in and out), split among the replicas when there are several."""
         if self.replicas == 1:
-            return tf.nest.map_structure(lambda t: t.numpy(), self._function(inputs))
+            return tf.nest.map_structure(np.asarray, self._function(inputs))
         parts = {k: np.split(v, self.replicas) for k, v in inputs.items()}
         values = self.strategy.experimental_distribute_values_from_function(
             lambda context: {k: tf.constant(v[context.replica_id_in_sync_group]) for k, v in parts.items()})
@@ -137,6 +146,13 @@ class BatchedInference:
         shapes = []
         for width in (2, 3):
             fixed = {k: tf.TensorSpec([*v.shape[:-1], width], v.dtype) for k, v in spec.items()}
+            if self.on_jax:  # shapes only, nothing computed (a batch of one: JAX shapes are static)
+                import jax
+                fixed = {k: jax.ShapeDtypeStruct([1, *v.shape[1:]], v.dtype.as_numpy_dtype) for k, v in fixed.items()}
+                traced = tf.nest.map_structure(lambda t: tf.TensorShape([None, *t.shape[1:]]),
+                                               jax.eval_shape(self.forward, fixed))
+                shapes.append(tf.nest.flatten(traced))
+                continue
             traced = tf.function(self.forward).get_concrete_function(fixed).structured_outputs
             shapes.append([t.shape for t in tf.nest.flatten(traced)])
         return [next((axis for axis in range(1, a.rank or 0) if a[axis] != b[axis]), None) for a, b in zip(*shapes)]

@@ -4,7 +4,7 @@ every rerun must end as a run that was never interrupted, with the same final we
 naming the final step, best/ holding the best evaluated step, and the same dev evaluations.
 
 Each killed run is a real process killed by SIGKILL (tests/helpers/kill_at.py picks the moment); the rerun is
-the plain script."""
+the plain script. The same on Keras's JAX backend (KERAS_BACKEND=jax) at 13 moments."""
 
 import os
 import random
@@ -66,16 +66,39 @@ FINETUNING_CASES = [
 ]
 
 
-def run(command, moment=None):
-    """Runs `command` (a script and its flags) to its end, or SIGKILLed at `moment`; returns (code, output)."""
+# The same on Keras's JAX backend (jax_loop.JaxTrainer): its training state is written by tf.raw_ops.SaveV2 too
+# (export_written counts it: SaveV2 call 1 is the state of step 2, call 2 model.ckpt-2, ...).
+JAX_PRETRAINING_CASES = [
+    "before_replace:data_worker_0/ckpt-2.index then before_replace:training_state/ckpt-4.index",
+    "before_replace:training_state/ckpt-2.data-00000-of-00001 then after_replace:training_state/ckpt-4.index",
+    "export_written::1 then export_written::2",  # the state of step 2, then the rerun's model.ckpt-2, unpublished
+    "export_written::4 then before_replace:model.ckpt-6.index",
+    "before_replace:model.ckpt-4.index then before_replace:training_state/ckpt-6.index",
+    "before_replace:out/checkpoint:2 then after_replace:training_state/ckpt-6.index",
+    "evaluate::2 then before_replace:out/checkpoint:2",
+    "evaluate::4",
+    "random:1",
+    "random:3",
+]
+JAX_FINETUNING_CASES = [
+    "predict::1 then before_replace:model.ckpt-4.index",
+    "exchanged::1 then before_replace:out/dev_evaluations.jsonl",
+    "random:2",
+]
+JAX_ENV = {**ENV, "KERAS_BACKEND": "jax"}
+
+
+def run(command, moment=None, env=ENV):
+    """Runs `command` (a script and its flags) with `env` to its end, or SIGKILLed at `moment`; returns (code,
+    output)."""
     if moment is None:
-        process = subprocess.run([sys.executable] + command, capture_output=True, text=True, cwd=ROOT, env=ENV)
+        process = subprocess.run([sys.executable] + command, capture_output=True, text=True, cwd=ROOT, env=env)
         return process.returncode, process.stdout + process.stderr
     if moment.startswith("random:"):  # killed from outside at a random time after a random training step
         rng = random.Random(moment)
         step, delay = rng.randint(1, 5), rng.uniform(0.0, 1.0)
         process = subprocess.Popen([sys.executable] + command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                   text=True, cwd=ROOT, env=ENV)
+                                   text=True, cwd=ROOT, env=env)
         for line in process.stderr:
             if f"step {step}/6 " in line:
                 time.sleep(delay)
@@ -84,7 +107,7 @@ def run(command, moment=None):
         process.stderr.close()
         return process.wait(), f"killed {delay:.2f} s after step {step}"
     process = subprocess.run([sys.executable, KILL_AT, moment] + command, capture_output=True, text=True,
-                             cwd=ROOT, env=ENV)
+                             cwd=ROOT, env=env)
     return process.returncode, process.stdout + process.stderr
 
 
@@ -129,31 +152,31 @@ def assert_same_outcome(got, expected, label):
             np.testing.assert_array_equal(got["best_weights"][name], value, err_msg=f"{label}: best/{name}")
 
 
-def uninterrupted(directory, script, flags):
+def uninterrupted(directory, script, flags, env=ENV):
     """(command: output_dir -> the script's command line with `flags`, the outcome of an uninterrupted run
-    of it in directory/uninterrupted)."""
+    of it with `env` in directory/uninterrupted)."""
     def command(output_dir):
         return [script] + [f"--{k}={v}" for k, v in {**flags, "output_dir": output_dir}.items()]
 
-    code, output = run(command(directory / "uninterrupted"))
+    code, output = run(command(directory / "uninterrupted"), env=env)
     assert code == 0, output[-3000:]
     return command, outcome(directory / "uninterrupted")
 
 
-def kill_then_rerun(command, case):
-    """Runs `command` killed at each moment of `case` in turn, then to its end; returns the last output."""
+def kill_then_rerun(command, case, env=ENV):
+    """Runs `command` with `env` killed at each moment of `case` in turn, then to its end; returns the last
+    output."""
     for moment in case.split(" then "):
-        code, output = run(command, moment)
+        code, output = run(command, moment, env)
         assert code == -signal.SIGKILL, f"{moment}: the run was not killed (exit {code}): {output[-2000:]}"
-    code, output = run(command)
+    code, output = run(command, env=env)
     assert code == 0, f"{case}: the rerun failed: {output[-3000:]}"
     return output
 
 
 # ------------------------------------------------------------------------------------------- pretraining
 
-@pytest.fixture(scope="module")
-def pretraining(tmp_path_factory):
+def pretraining_run(tmp_path_factory, env):
     directory = tmp_path_factory.mktemp("kill_pretraining")
     records = pretraining_records.write_records(directory / "train.tfrecord", 64)
     config = write_config(directory / "bert_config.json", script_config())
@@ -162,22 +185,41 @@ def pretraining(tmp_path_factory):
         "input_file": records, "bert_config_file": config, "max_seq_length": 32, "max_predictions_per_seq": 5,
         "do_train": True, "do_eval": True, "train_batch_size": 8, "eval_batch_size": 8, "learning_rate": 1e-3,
         "num_train_steps": 6, "num_warmup_steps": 2, "save_checkpoints_steps": 2, "iterations_per_loop": 1,
-        "max_eval_steps": 2, "seed": 1, "deterministic": True})
+        "max_eval_steps": 2, "seed": 1, "deterministic": True}, env)
+
+
+@pytest.fixture(scope="module")
+def pretraining(tmp_path_factory):
+    return pretraining_run(tmp_path_factory, ENV)
+
+
+@pytest.fixture(scope="module")
+def jax_pretraining(tmp_path_factory):
+    return pretraining_run(tmp_path_factory, JAX_ENV)
+
+
+def check_pretraining_case(run_and_outcome, directory, case, env):
+    command, expected = run_and_outcome
+    assert expected["newest"] == "model.ckpt-6"
+    output = kill_then_rerun(command(directory / "out"), case, env)
+    assert "step 6/6" in output or "Resumed from" in output and "at step 6" in output, output[-2000:]
+    assert_same_outcome(outcome(directory / "out"), expected, case)
 
 
 @pytest.mark.parametrize("case", PRETRAINING_CASES)
 def test_pretraining_killed_then_rerun_ends_as_an_uninterrupted_run(pretraining, tmp_path, case):
-    command, expected = pretraining
-    assert expected["newest"] == "model.ckpt-6"
-    output = kill_then_rerun(command(tmp_path / "out"), case)
-    assert "step 6/6" in output or "Resumed from" in output and "at step 6" in output, output[-2000:]
-    assert_same_outcome(outcome(tmp_path / "out"), expected, case)
+    check_pretraining_case(pretraining, tmp_path, case, ENV)
+
+
+@pytest.mark.parametrize("case", JAX_PRETRAINING_CASES)
+def test_pretraining_on_jax_killed_then_rerun_ends_as_an_uninterrupted_run(jax_pretraining, tmp_path, case):
+    """The same on Keras's JAX backend: bit-identical final weights (XLA on CPU is deterministic)."""
+    check_pretraining_case(jax_pretraining, tmp_path, case, JAX_ENV)
 
 
 # ------------------------------------------------------------------------------------------- fine-tuning
 
-@pytest.fixture(scope="module")
-def finetuning(tmp_path_factory, tiny_model_dir):
+def finetuning_run(tmp_path_factory, tiny_model_dir, env):
     directory = tmp_path_factory.mktemp("kill_finetuning")
     rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
             "ham\tok thanks", "ham\tcall me later", "spam\tfree cash now", "ham\tsee you"]
@@ -189,12 +231,31 @@ def finetuning(tmp_path_factory, tiny_model_dir):
         **tiny_model_dir, "task_name": "custom", "text_a_column": "message", "data_dir": data, "do_train": True,
         "do_eval": True, "max_seq_length": 32, "train_batch_size": 7, "num_train_epochs": 2,
         "save_checkpoints_steps": 2, "iterations_per_loop": 1, "best_metric": "eval_loss", "learning_rate": 1e-3,
-        "seed": 1})
+        "seed": 1}, env)
+
+
+@pytest.fixture(scope="module")
+def finetuning(tmp_path_factory, tiny_model_dir):
+    return finetuning_run(tmp_path_factory, tiny_model_dir, ENV)
+
+
+@pytest.fixture(scope="module")
+def jax_finetuning(tmp_path_factory, tiny_model_dir):
+    return finetuning_run(tmp_path_factory, tiny_model_dir, JAX_ENV)
+
+
+def check_finetuning_case(run_and_outcome, directory, case, env):
+    command, expected = run_and_outcome
+    assert expected["newest"] == "model.ckpt-6" and expected["evaluations"].count("\n") == 3
+    kill_then_rerun(command(directory / "out"), case, env)
+    assert_same_outcome(outcome(directory / "out"), expected, case)
 
 
 @pytest.mark.parametrize("case", FINETUNING_CASES)
 def test_finetuning_killed_then_rerun_ends_as_an_uninterrupted_run(finetuning, tmp_path, case):
-    command, expected = finetuning
-    assert expected["newest"] == "model.ckpt-6" and expected["evaluations"].count("\n") == 3
-    kill_then_rerun(command(tmp_path / "out"), case)
-    assert_same_outcome(outcome(tmp_path / "out"), expected, case)
+    check_finetuning_case(finetuning, tmp_path, case, ENV)
+
+
+@pytest.mark.parametrize("case", JAX_FINETUNING_CASES)
+def test_finetuning_on_jax_killed_then_rerun_ends_as_an_uninterrupted_run(jax_finetuning, tmp_path, case):
+    check_finetuning_case(jax_finetuning, tmp_path, case, JAX_ENV)

@@ -20,7 +20,7 @@ import tensorflow as tf
 from bert_tf import BertConfig, BertEncoder
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
-from bert_tf.training import loop
+from bert_tf.training import flops, loop
 from tests.helpers import pretraining_records
 from tests.helpers.training import dataset_fn, make_trainer, pretraining_config
 
@@ -217,4 +217,4 @@ def test_training_flops_count_the_encoder_and_the_masked_lm_head():
                         intermediate_size=3072)
     encoder_params = 12 * (4 * 768 * 768 + 2 * 768 * 3072)  # Transformer matmul weights, biases left out
     expected = 6 * encoder_params * 128 + 12 * 12 * 768 * 128 * 128 + 6 * 20 * (768 * 768 + 768 * 30522)
-    assert loop.training_flops_per_example(config, 128, 20) == expected
+    assert flops.training_flops_per_example(config, 128, 20) == expected

@@ -9,6 +9,7 @@ the new ones (`--steps_per_loop`, `--tpu`, `--distribution_strategy`, `--num_gpu
 """
 
 
+import keras
 from absl import flags, logging
 
 from bert_tf.training import distribute, optimization, precision
@@ -26,8 +27,11 @@ flags.DEFINE_integer("num_tpu_cores", 8, "Only used if `use_tpu` is True: the TP
 flags.DEFINE_alias("steps_per_loop", "iterations_per_loop")
 flags.DEFINE_alias("tpu", "tpu_name")
 flags.DEFINE_enum("distribution_strategy", "one_device", distribute.STRATEGIES, "tf.distribute strategy; "
-                  "multi_worker_mirrored reads the cluster from TF_CONFIG.")
-flags.DEFINE_integer("num_gpus", None, "GPUs to use with --distribution_strategy=mirrored (default: all).")
+                  "multi_worker_mirrored reads the cluster from TF_CONFIG. With KERAS_BACKEND=jax: "
+                  "keras.distribution's DataParallel over this host's devices (mirrored) or every host's "
+                  "(multi_worker_mirrored, tpu: keras.distribution.initialize()).")
+flags.DEFINE_integer("num_gpus", None, "GPUs to use with --distribution_strategy=mirrored (default: all; on JAX, "
+                     "this host's devices of any kind).")
 flags.DEFINE_enum("mixed_precision", "float32", list(precision.POLICIES), "Compute dtype of the "
                   "matmuls (variables, LayerNorm and softmax stay float32); float16 uses dynamic loss scaling.")
 flags.DEFINE_bool("use_xla", None, "Compile the training step with XLA (default: on GPU and TPU, off on CPU, "
@@ -40,8 +44,13 @@ flags.DEFINE_integer("seed", None, "Seed of the initialisation, dropout and inpu
 
 
 def create_strategy():
-    """The strategy of the flags. Call it first: a multi-worker strategy must exist before TensorFlow starts."""
+    """The strategy of the flags. Call it first: a multi-worker strategy must exist before TensorFlow starts.
+    On Keras's JAX backend: None, the flags' devices set as keras.distribution's (`jax_loop.set_devices`)."""
     name = "tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy
+    if keras.backend.backend() == "jax":
+        from bert_tf.training import jax_loop
+        jax_loop.set_devices(name, FLAGS.num_gpus)
+        return None
     strategy = distribute.create_strategy(name, FLAGS.num_gpus, FLAGS.tpu_name or FLAGS.master, FLAGS.tpu_zone,
                                           FLAGS.gcp_project)
     if name == "tpu" and strategy.num_replicas_in_sync != FLAGS.num_tpu_cores:

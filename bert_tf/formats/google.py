@@ -60,6 +60,15 @@ def _tensorflow():
     return tf
 
 
+def _tensorflow_to_write(prefix):
+    """The tensorflow module; ValueError naming `prefix` where it cannot be imported."""
+    tf = _tensorflow()
+    if tf is None:
+        raise ValueError(f"{prefix}: writing a TensorFlow checkpoint needs TensorFlow (pip install tensorflow); "
+                         "reading one does not")
+    return tf
+
+
 def _open_with_tensorflow(tf, prefix):
     """(shapes {name: shape}, read(name) -> array) of the bundle at `prefix`, by TensorFlow's reader."""
     try:
@@ -94,12 +103,27 @@ def _open_without_tensorflow(prefix):
     return shapes, read
 
 
+def open_bundle(prefix):
+    """(shapes {name: shape}, read(name) -> NumPy array) of the TensorFlow checkpoint bundle at `prefix`, read
+    by TensorFlow when it can be imported, else by `tensor_bundle`; ValueError naming `prefix` when unreadable."""
+    tf = _tensorflow()
+    return _open_with_tensorflow(tf, prefix) if tf else _open_without_tensorflow(prefix)
+
+
+def write_tensors(prefix, tensors):
+    """Writes {name: array} as a TensorFlow bundle at `prefix` (TensorFlow's SaveV2; the caller makes it
+    atomic: `run_directory.write_bundle`). Needs TensorFlow (ValueError without it)."""
+    tf = _tensorflow_to_write(prefix)
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                      tensors=[tf.convert_to_tensor(tensors[n]) for n in names])
+
+
 def read_checkpoint(prefix):
     """The Google or bert_tf checkpoint at `prefix` as a CheckpointSource (format GOOGLE or NATIVE); ValueError
-    naming `prefix` for an unreadable bundle, a TF2 object-based checkpoint or one without BERT variables.
-    Read by TensorFlow when it can be imported, else by `tensor_bundle`."""
-    tf = _tensorflow()
-    shapes, read = _open_with_tensorflow(tf, prefix) if tf else _open_without_tensorflow(prefix)
+    naming `prefix` for an unreadable bundle, a TF2 object-based checkpoint or one without BERT variables
+    (`open_bundle`)."""
+    shapes, read = open_bundle(prefix)
     if FORMAT_VERSION_NAME in shapes:
         version = int(read(FORMAT_VERSION_NAME))
         if version != FORMAT_VERSION:
@@ -128,10 +152,7 @@ def write_checkpoint(prefix, tensors, config_json=None, head=None):
     """Writes {canonical name: array} as a bert_tf checkpoint at `prefix`, with the format marker, the
     embedded bert_config.json text `config_json` and the task head options `head` (a JSON-able dict) when
     given; complete or not at all (`run_directory.write_bundle`). Needs TensorFlow (ValueError without it)."""
-    tf = _tensorflow()
-    if tf is None:
-        raise ValueError(f"{prefix}: writing a TensorFlow checkpoint needs TensorFlow (pip install tensorflow); "
-                         "reading one does not")
+    _tensorflow_to_write(prefix)  # its ValueError before anything is made
     tensors = {n: np.asarray(v) for n, v in tensors.items()}
     tensors[FORMAT_VERSION_NAME] = np.asarray(FORMAT_VERSION, np.int64)
     if config_json is not None:
@@ -139,10 +160,4 @@ def write_checkpoint(prefix, tensors, config_json=None, head=None):
     if head is not None:
         tensors[HEAD_NAME] = np.asarray(json.dumps(head, sort_keys=True).encode("utf-8"), dtype=object)
     os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
-    names = sorted(tensors)
-
-    def write(tmp):
-        tf.raw_ops.SaveV2(prefix=tmp, tensor_names=names, shape_and_slices=[""] * len(names),
-                          tensors=[tf.convert_to_tensor(tensors[n]) for n in names])
-
-    run_directory.write_bundle(prefix, write)
+    run_directory.write_bundle(prefix, lambda tmp: write_tensors(tmp, tensors))

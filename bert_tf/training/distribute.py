@@ -1,9 +1,13 @@
-"""tf.distribute strategies by name, and which worker this process is.
+"""tf.distribute strategies by name, and which worker this process is (on Keras's JAX backend the strategy is
+None: `jax_loop` runs on keras.distribution's devices).
 
 Multi-worker training reads the cluster from the `TF_CONFIG` environment variable, e.g. for two local workers
 `{"cluster": {"worker": ["127.0.0.1:12345", "127.0.0.1:12346"]}, "task": {"type": "worker", "index": 0}}`.
 """
 
+import contextlib
+
+import keras
 import tensorflow as tf
 from absl import logging
 
@@ -50,8 +54,31 @@ def create_strategy(name, num_gpus=None, tpu=None, tpu_zone=None, gcp_project=No
 
 def current_strategy():
     """The strategy of the enclosing `strategy.scope()`, else one_device (`create_strategy`): what a run
-    called from Python without a strategy runs on (TensorFlow's default strategy cannot train)."""
+    called from Python without a strategy runs on (TensorFlow's default strategy cannot train). None on Keras's
+    JAX backend, whose devices are keras.distribution's (`jax_loop`): every function here takes None for them."""
+    if keras.backend.backend() == "jax":
+        return None
     return tf.distribute.get_strategy() if tf.distribute.has_strategy() else create_strategy("one_device")
+
+
+def _jax_process():
+    """(this process's index, the number of processes) of a JAX run."""
+    import jax
+
+    return jax.process_index(), jax.process_count()
+
+
+def num_replicas(strategy):
+    """Devices that each compute a slice of every batch (strategy None: keras.distribution's on JAX)."""
+    if strategy is None:
+        from bert_tf.training import jax_loop
+        return jax_loop.devices()[1]
+    return strategy.num_replicas_in_sync
+
+
+def scope(strategy):
+    """`strategy.scope()`, under which a run's model and optimizer are made (None: no scope)."""
+    return contextlib.nullcontext() if strategy is None else strategy.scope()
 
 
 def _cluster(strategy):
@@ -62,13 +89,18 @@ def _cluster(strategy):
 
 
 def num_workers(strategy):
-    """Number of processes that feed input: the chief and the workers of TF_CONFIG, else 1."""
+    """Number of processes that feed input: the chief and the workers of TF_CONFIG (JAX's processes for
+    strategy None), else 1."""
+    if strategy is None:
+        return _jax_process()[1]
     cluster = _cluster(strategy)
     return len(cluster.get("chief", [])) + len(cluster.get("worker", [])) if cluster else 1
 
 
 def worker_index(strategy):
     """This process's index among the processes that feed input (the chief, if any, is 0)."""
+    if strategy is None:
+        return _jax_process()[0]
     cluster = _cluster(strategy)
     if not cluster:
         return 0
@@ -91,5 +123,7 @@ def is_chief(strategy):
 
 def use_xla(strategy):
     """Whether XLA compiles the steps by default: on for GPUs and TPUs, off on CPUs (where it measures
-    slower)."""
+    slower); always on JAX (strategy None: jax.jit)."""
+    if strategy is None:
+        return True
     return bool(tf.config.list_physical_devices("GPU")) or isinstance(strategy, tf.distribute.TPUStrategy)

@@ -1,4 +1,5 @@
-"""One fine-tuning run (train, then predict) of a task model on any tf.distribute strategy.
+"""One fine-tuning run (train, then predict) of a task model on any tf.distribute strategy, or on Keras's JAX
+backend (strategy None: `jax_loop`).
 
 What run_classifier.py, run_ner.py, run_swag.py and run_squad.py share: the original's step count (examples
 / batch size x epochs, warmup a fraction of it), the shared training loop (`bert_tf.training.loop.Trainer`:
@@ -24,6 +25,7 @@ from bert_tf.data.tasks.pipeline import make_dataset, num_examples
 from bert_tf.feature_schema import INPUT_IDS
 from bert_tf.training import distribute, loop, optimization
 from bert_tf.training.best_checkpoint import StopTraining
+from bert_tf.training.flops import training_flops_per_example
 
 
 @dataclasses.dataclass
@@ -82,7 +84,7 @@ class FineTuner:
 
     def __init__(self, strategy, model_fn, options, output_dir):
         self.strategy, self.options, self.output_dir = strategy, options, output_dir
-        with strategy.scope():
+        with distribute.scope(strategy):
             self.model = model_fn()
             self.model.build()
         self.global_step = 0
@@ -105,14 +107,14 @@ class FineTuner:
         if not isinstance(data, TrainingInput):
             data = self.in_memory_input(data)
         num_train_steps, num_warmup_steps = options.train_steps(data.count)
-        with self.strategy.scope():
+        with distribute.scope(self.strategy):
             optimizer = optimization.create_optimizer(
                 options.optimizer, options.learning_rate, num_train_steps, num_warmup_steps,
                 loss_scaling=options.loss_scaling)
         sequences, seq_length = math.prod(data.sequence_shape[:-1]), data.sequence_shape[-1]
-        flops = sequences * loop.training_flops_per_example(self.model.config, seq_length, 0)
-        trainer = loop.Trainer(self.strategy, self.model, optimizer, options.train_batch_size,
-                               options.num_accumulation_steps, use_xla=options.use_xla, flops_per_example=flops)
+        flops = sequences * training_flops_per_example(self.model.config, seq_length, 0)
+        trainer = loop.create_trainer(self.strategy, self.model, optimizer, options.train_batch_size,
+                                      options.num_accumulation_steps, use_xla=options.use_xla, flops_per_example=flops)
         logging.info("***** Running training: %d examples, batch size %d, %d steps (%d warmup) *****", data.count,
                      options.train_batch_size, num_train_steps, num_warmup_steps)
         if trainer.is_chief:  # the output_dir is then a complete checkpoint directory for --init_checkpoint
@@ -155,7 +157,11 @@ class FineTuner:
         named `what`.
         """
         if (method, trim) not in self._inference:
-            function = getattr(self.model, method)
-            self._inference[method, trim] = BatchedInference(lambda inputs: function(inputs, training=False),
-                                                             self.options.use_xla, self.strategy, trim)
+            if self.strategy is None:  # Keras's JAX backend
+                from bert_tf.training.jax_step import jitted_forward
+                forward = jitted_forward(self.model, method)
+            else:
+                function = getattr(self.model, method)
+                forward = lambda inputs: function(inputs, training=False)  # noqa: E731
+            self._inference[method, trim] = BatchedInference(forward, self.options.use_xla, self.strategy, trim)
         return self._inference[method, trim].predict(features, batch_size, what, unit)

@@ -134,7 +134,7 @@ def create_finetuner(options, strategy, model_fn):
     one; otherwise init_checkpoint."""
     training = dataclasses.replace(
         options.training, loss_scaling=options.mixed_precision == "float16",
-        use_xla=distribute.use_xla(strategy) if options.use_xla is None else options.use_xla)
+        use_xla=distribute.use_xla(strategy) if options.use_xla is None or strategy is None else options.use_xla)
     tuner = FineTuner(strategy, model_fn, training, options.output_dir)
     trained = None if options.do_train else run_directory.newest_export(options.output_dir)
     if trained or options.init_checkpoint is not None:

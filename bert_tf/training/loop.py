@@ -33,6 +33,7 @@ from bert_tf import atomic_io, checkpoints, run_directory
 from bert_tf.feature_schema import INPUT_IDS
 from bert_tf.progress import Progress
 from bert_tf.training import distribute
+from bert_tf.training.flops import measure_peak_flops
 
 # What TensorBoard's scalar summaries carry; written with tf.summary.write, so the tensorboard package (which
 # tf.summary.scalar needs) is not a dependency.
@@ -53,34 +54,6 @@ CHUNK_SECONDS = 1.0
 
 class NonFiniteLossError(ValueError):
     """The training loss became NaN or Inf; the last good checkpoint is kept."""
-
-
-def training_flops_per_example(config, seq_length, num_predictions):
-    """Approximate FLOPs of one training step (forward + backward) on one example, for MFU.
-
-    Encoder: 6 N T + 12 L H T^2 (N = parameters of the Transformer layers, T = seq_length); masked LM head
-    at `num_predictions` positions: 6 P (H^2 + H V); the embedding lookups are not FLOPs.
-    """
-    h, layers, t = config.hidden_size, config.num_hidden_layers, seq_length
-    per_layer = 4 * h * h + 2 * h * config.intermediate_size
-    encoder = 6 * layers * per_layer * t + 12 * layers * h * t * t
-    return encoder + 6 * num_predictions * (h * h + h * config.vocab_size)
-
-
-def measure_peak_flops(device, dtype):
-    """Matmul throughput (FLOP/s) of one `device` in `dtype`, the best of 20 timed square matmuls: the
-    denominator of MFU (on a machine shared with other work, a low estimate can give MFU > 100%)."""
-    size = 2048 if "CPU" in device.upper() else 8192
-    with tf.device(device):
-        a = tf.cast(tf.random.normal((size, size)), dtype)
-        matmul = tf.function(lambda x: tf.reduce_sum(tf.cast(tf.matmul(x, x), tf.float32)))
-        matmul(a).numpy()
-        best = float("inf")
-        for _ in range(20):
-            start = time.perf_counter()
-            matmul(a).numpy()
-            best = min(best, time.perf_counter() - start)
-        return 2.0 * size ** 3 / best
 
 
 def _terms(sums):
@@ -106,6 +79,17 @@ def _metrics(sums, num_steps):
     return results
 
 
+def create_trainer(strategy, model, optimizer, global_batch_size, num_accumulation_steps=1, use_xla=False,
+                   clip_norm=1.0, flops_per_example=None):
+    """A `Trainer` on `strategy`, or for strategy None (Keras's JAX backend) a `jax_loop.JaxTrainer` (always
+    compiled; `use_xla` is not read) on keras.distribution's devices."""
+    if strategy is None:
+        from bert_tf.training.jax_loop import JaxTrainer
+        return JaxTrainer(model, optimizer, global_batch_size, num_accumulation_steps, clip_norm, flops_per_example)
+    return Trainer(strategy, model, optimizer, global_batch_size, num_accumulation_steps, use_xla, clip_norm,
+                   flops_per_example)
+
+
 class Trainer:
     """Trains `model` with `optimizer` on `strategy` (both created under `strategy.scope()`).
 
@@ -114,7 +98,7 @@ class Trainer:
     num_accumulation_steps: micro-batches per update (each replica's batch is split; gradients are summed).
     use_xla: compile the forward/backward pass with XLA.
     clip_norm: clip the summed gradients to this global norm (the original: 1.0); None: no clipping.
-    flops_per_example: training FLOPs per example (`training_flops_per_example`), for the MFU in the log;
+    flops_per_example: training FLOPs per example (`flops.training_flops_per_example`), for the MFU in the log;
       used only when batches have a fixed length (batches cut to their longest example have no fixed FLOPs).
     A `keras.optimizers.LossScaleOptimizer` (float16) scales the loss and skips non-finite updates.
     """
@@ -153,6 +137,11 @@ class Trainer:
         self._eval_step = tf.function(self._eval_step_fn)
 
     @property
+    def num_replicas(self):
+        """Devices that each compute a slice of every batch."""
+        return self.strategy.num_replicas_in_sync
+
+    @property
     def per_worker_batch_size(self):
         """Examples per batch that this worker's dataset must yield."""
         return self.global_batch_size // self._num_workers
@@ -178,20 +167,10 @@ class Trainer:
 
     # ------------------------------------------------------------------------------- replica functions
 
-    def _sums(self, features, outputs):
-        """Per term, the summed weights and weighted metric values of this (micro-)batch."""
-        weights, terms = self.model.objective_weights(features), self.model.objective(features, outputs)
-        sums = {}
-        for term, w in weights.items():
-            sums[f"{term}_weight"] = tf.reduce_sum(w)
-            for metric, values in terms[term].items():
-                sums[f"{term}_{metric}_sum"] = tf.reduce_sum(w * values)
-        return sums
-
     def _forward_backward(self, features, denominators):
         """XLA-compiled: gradients of this micro-batch's share of the global loss, and its sums."""
         with tf.GradientTape() as tape:
-            sums = self._sums(features, self.model(features, training=True))
+            sums = self.model.objective_sums(features, self.model(features, training=True))
             loss = tf.add_n([tf.math.divide_no_nan(sums[f"{t}_loss_sum"], d) for t, d in denominators.items()])
             scaled_loss = self.optimizer.scale_loss(loss)
         grads = tape.gradient(scaled_loss, self._variables)
@@ -199,7 +178,7 @@ class Trainer:
         return grads, {**sums, "loss": loss}
 
     def _forward(self, features):
-        return self._sums(features, self.model(features, training=False))
+        return self.model.objective_sums(features, self.model(features, training=False))
 
     def _train_step(self, features):
         context = tf.distribute.get_replica_context()
@@ -255,6 +234,16 @@ class Trainer:
         return self._reduce(self.strategy.run(self._forward_fn, args=(self._distribute(batch),)))
 
     # ------------------------------------------------------------------------------------ checkpoints
+
+    def _training_state(self):
+        """What a training state bundle holds (model, optimizer, step, dropout RNG), as an object with
+        `write(prefix)` and `read(prefix).assert_existing_objects_matched()`."""
+        return tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, step=self._step, rng=self._rng_states)
+
+    def _measure_peak(self):
+        """The matmul peak FLOP/s of all replicas together, in the compute dtype (`measure_peak_flops`)."""
+        device = self.strategy.extended.worker_devices[0]
+        return measure_peak_flops(device, keras.mixed_precision.global_policy().compute_dtype) * self.num_replicas
 
     def _export_weights(self, model_dir, step):
         """Chief: model.ckpt-<step> with Google's names, then the `checkpoint` index file naming it, then
@@ -356,9 +345,7 @@ class Trainer:
         iterator = iter(dataset)
         state_dir = os.path.join(model_dir, run_directory.STATE_DIR)
         data_dir = os.path.join(state_dir, f"data_worker_{self._worker}")
-        state = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer, step=self._step,
-                                    rng=self._rng_states)
-        data = tf.train.Checkpoint(iterator=iterator)
+        state, data = self._training_state(), tf.train.Checkpoint(iterator=iterator)
         for directory in (model_dir, state_dir, data_dir) if self.is_chief else (data_dir,):
             os.makedirs(directory, exist_ok=True)
             atomic_io.remove_leftovers(directory)
@@ -368,11 +355,8 @@ class Trainer:
         writer = tf.summary.create_file_writer(os.path.join(model_dir, "train")) if self.is_chief else None
         peak = None
         if self.flops_per_example and seq_length:  # trimmed batches: not the FLOPs of full-length ones
-            device = self.strategy.extended.worker_devices[0]
-            peak = measure_peak_flops(device, keras.mixed_precision.global_policy().compute_dtype)
-            peak *= self.strategy.num_replicas_in_sync
-            logging.info("Measured matmul peak: %.1f TFLOP/s over %d replica(s)", peak / 1e12,
-                         self.strategy.num_replicas_in_sync)
+            peak = self._measure_peak()
+            logging.info("Measured matmul peak: %.1f TFLOP/s over %d replica(s)", peak / 1e12, self.num_replicas)
         step, results = start_step, {}
         chunk = steps_per_loop if self._num_workers > 1 else 1  # steps per call
         try:

@@ -1,5 +1,6 @@
 """One pretraining run of BERT (masked LM + next sentence, or the paper's ablations) on TFRecords, on any
-tf.distribute strategy: what `run_pretraining.py` runs, callable from Python.
+tf.distribute strategy or, on Keras's JAX backend, keras.distribution's devices (`jax_loop`):
+what `run_pretraining.py` runs, callable from Python.
 
     options = PretrainingOptions(input_file="records/*.tfrecord", output_dir="out", config=config,
                                  num_train_steps=1000, num_warmup_steps=100, do_eval=True)
@@ -23,6 +24,7 @@ from bert_tf.data.pretraining.masking import MaskingConfig
 from bert_tf.modeling.tasks.pretrainer import PRETRAINING_OBJECTIVES, BertPretrainer, with_perplexity
 from bert_tf.tokenization import load_vocab
 from bert_tf.training import distribute, loop, optimization, precision
+from bert_tf.training.flops import training_flops_per_example
 
 # The options whose change a rerun that resumes a training state is warned about (and records).
 RESUMED_SETTINGS = ("learning_rate", "train_batch_size", "max_seq_length", "max_predictions_per_seq",
@@ -136,7 +138,7 @@ def pretrain(options, strategy=None, config_name="the config"):
     checkpoint against the config, a training state in output_dir against the config (the settings that
     differ from the state's are warned about); an OSError now if output_dir cannot be written. config_name:
     what a checkpoint that does not fit calls the config (`checkpoints.check_fits`)."""
-    strategy = strategy or distribute.current_strategy()
+    strategy = strategy or distribute.current_strategy()  # None on JAX: keras.distribution's devices
     config = check_options(options)
     objective = options.pretraining_objective
     if options.do_train:
@@ -152,7 +154,7 @@ def pretrain(options, strategy=None, config_name="the config"):
     for files in checked:  # each file's framing walked once: the eval files are the training files by default
         pipeline.check_records(files, options.max_seq_length, options.max_predictions_per_seq, config.vocab_size,
                                masked=masking is None)
-    workers, replicas = distribute.num_workers(strategy), strategy.num_replicas_in_sync
+    workers, replicas = distribute.num_workers(strategy), distribute.num_replicas(strategy)
     if options.do_eval and options.eval_batch_size % replicas:
         raise ValueError(f"eval_batch_size={options.eval_batch_size} is not a multiple of {replicas} replica(s)")
     atomic_io.check_writable(options.output_dir)
@@ -160,8 +162,8 @@ def pretrain(options, strategy=None, config_name="the config"):
     policy = precision.set_policy(options.mixed_precision, options.seed)
     if options.deterministic:
         tf.config.experimental.enable_op_determinism()
-    use_xla = distribute.use_xla(strategy) if options.use_xla is None else options.use_xla
-    with strategy.scope():
+    use_xla = distribute.use_xla(strategy) if options.use_xla is None or strategy is None else options.use_xla
+    with distribute.scope(strategy):
         model = BertPretrainer(config, objective)
         model.build()
         if source is not None:
@@ -169,11 +171,10 @@ def pretrain(options, strategy=None, config_name="the config"):
         optimizer = optimization.create_optimizer(
             options.optimizer, options.learning_rate, options.num_train_steps, options.num_warmup_steps,
             decay_power=options.lr_decay_power, loss_scaling=policy == "mixed_float16")
-    trainer = loop.Trainer(
-        strategy, model, optimizer, options.train_batch_size, options.num_accumulation_steps, use_xla=use_xla,
-        flops_per_example=loop.training_flops_per_example(
-            config, options.max_seq_length,
-            options.max_seq_length if objective == "ltr" else options.max_predictions_per_seq))
+    predictions = options.max_seq_length if objective == "ltr" else options.max_predictions_per_seq
+    flops = training_flops_per_example(config, options.max_seq_length, predictions)
+    trainer = loop.create_trainer(strategy, model, optimizer, options.train_batch_size, options.num_accumulation_steps,
+                                 use_xla=use_xla, flops_per_example=flops)
     if trainer.is_chief and options.do_train:
         run_directory.write_config(options.output_dir, config)
         run_directory.record_settings(options.output_dir, options.settings())

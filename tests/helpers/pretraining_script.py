@@ -40,11 +40,12 @@ def make_pretraining_data(directory):
             "vocab": pretraining_records.minilm_vocab()}
 
 
-def run(args, expect_error=False, timeout=240, script="run_pretraining.py"):
-    """Runs `script` with {flag: value} `args`: its output, or (expect_error) its one `Error:` line after
-    checking that it failed cleanly before any training step."""
+def run(args, expect_error=False, timeout=240, script="run_pretraining.py", env=None):
+    """Runs `script` with {flag: value} `args` (and `env` added to the environment): its output, or
+    (expect_error) its one `Error:` line after checking that it failed cleanly before any training step."""
     command = [sys.executable, os.path.join(ROOT, script)] + [f"--{k}={v}" for k, v in args.items()]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                            env=dict(os.environ, **(env or {})))
     output = result.stdout + result.stderr
     if expect_error:
         assert result.returncode == 1, output[-3000:]

@@ -10,6 +10,8 @@ that Keras `compile(optimizer)` + `fit` / `evaluate` on one device and the distr
                                     over the global batch before the backward pass
   objective(features, outputs)      {term: {metric: float32 [N]}}, aligned with the weights; "loss" is each
                                     prediction's loss, "accuracy" 1.0 where its argmax is right
+  objective_sums(features, outputs) (defined here from the two above) the summed weights and weighted metric
+                                    values of a batch, which the training loops add up
 
 The loss is, per term, the weighted mean of "loss" over the predictions, summed over the terms; a metric is
 reported as `<term>_<metric>` (masked_lm_accuracy, next_sentence_loss, classification_accuracy, ...), the
@@ -53,6 +55,17 @@ class ObjectiveModel(keras.Model):
     def objective(self, features, outputs):
         """{term: {metric: float32 [N]}}: each prediction's loss and metric values, aligned with the weights."""
         raise NotImplementedError
+
+    def objective_sums(self, features, outputs):
+        """{`<term>_weight`: the summed weights, `<term>_<metric>_sum`: the weighted sum of each metric}, float32
+        scalars of one (micro-)batch: what the training loops add over batches and replicas."""
+        weights, terms = self.objective_weights(features), self.objective(features, outputs)
+        sums = {}
+        for term, w in weights.items():
+            sums[f"{term}_weight"] = ops.sum(w)
+            for metric, values in terms[term].items():
+                sums[f"{term}_{metric}_sum"] = ops.sum(w * values)
+        return sums
 
     def objective_features(self, x, y):
         """The features dict that `objective_weights` / `objective` read, from Keras' `x` and `y`."""

@@ -1,0 +1,108 @@
+"""The commands on Keras's JAX backend (subprocesses with KERAS_BACKEND=jax): run_pretraining.py and
+run_classifier.py over two host devices on real data, their checkpoints read back by the TensorFlow backend
+with the same evaluation, and the same losses as the TensorFlow loop step by step."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import finetuning_scripts
+from tests.helpers.configs import script_config, write_config
+from tests.helpers.pretraining_script import ROOT, base_args, run
+from tools import make_finetuning_data
+
+pytestmark = pytest.mark.subprocess
+
+JAX = {"KERAS_BACKEND": "jax"}
+TWO_DEVICES = {**JAX, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+TENSORFLOW = {"KERAS_BACKEND": "tensorflow"}
+
+
+def eval_results(output_dir):
+    with open(os.path.join(output_dir, "eval_results.txt"), encoding="utf-8") as f:
+        return {key: float(value) for key, value in (line.strip().split(" = ") for line in f)}
+
+
+def step_losses(output):
+    """{step: loss} of the metric lines of a run's log."""
+    return {int(step): float(loss) for step, loss in re.findall(r"step (\d+)/\d+ \| loss ([\d.]+)", output)}
+
+
+def test_pretraining_on_two_jax_devices_and_its_checkpoint_on_tensorflow(pretraining_data, tmp_path):
+    """run_pretraining.py on JAX, DataParallel over 2 host devices: trains, evaluates, writes model.ckpt-6 and
+    the `checkpoint` index; the TensorFlow backend evaluates that checkpoint (an eval-only run from it) with
+    the JAX run's final results within 1e-5."""
+    output_dir = str(tmp_path / "jax")
+    output = run(base_args(pretraining_data, output_dir, distribution_strategy="mirrored"), env=TWO_DEVICES)
+    assert "Devices mirrored on JAX: 2 cpu device(s)" in output and "on 2 replica(s)" in output, output[-3000:]
+    assert re.search(r"step 6/6 \| loss [\d.]+ \| masked_lm_accuracy .*examples/s \| \d+ tokens/s \| MFU", output)
+    with open(os.path.join(output_dir, "checkpoint"), encoding="utf-8") as f:
+        assert f.readline().strip() == 'model_checkpoint_path: "model.ckpt-6"'
+    on_jax = eval_results(output_dir)
+    assert on_jax["global_step"] == 6
+    tf_dir = str(tmp_path / "tensorflow")
+    run(base_args(pretraining_data, tf_dir, do_train=False, init_checkpoint=os.path.join(output_dir, "model.ckpt-6")),
+        env=TENSORFLOW)
+    on_tensorflow = eval_results(tf_dir)
+    for key in ("masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss", "next_sentence_accuracy", "loss"):
+        assert on_tensorflow[key] == pytest.approx(on_jax[key], rel=1e-5, abs=1e-6), key
+
+
+def test_fifty_steps_give_the_tensorflow_loops_losses(pretraining_data, tmp_path):
+    """Dropout off, the same initial weights (a checkpoint) and the same batches (the seeded input order): 50
+    steps of the JAX loop and of the TensorFlow loop, the loss of every step within 1e-3."""
+    config = write_config(tmp_path / "bert_config.json", script_config(hidden_dropout_prob=0.0,
+                                                                       attention_probs_dropout_prob=0.0))
+    first = str(tmp_path / "first")
+    run(base_args(pretraining_data, first, bert_config_file=config, num_train_steps=1, num_warmup_steps=0,
+                  do_eval=False, seed=1),
+        env=TENSORFLOW)
+    losses = {}
+    for backend, env in (("jax", JAX), ("tensorflow", TENSORFLOW)):
+        output = run(base_args(pretraining_data, str(tmp_path / backend), bert_config_file=config, do_eval=False,
+                               init_checkpoint=os.path.join(first, "model.ckpt-1"), num_train_steps=50,
+                               num_warmup_steps=5, learning_rate=1e-4, iterations_per_loop=1,
+                               save_checkpoints_steps=50, seed=3), env=env, timeout=600)
+        losses[backend] = step_losses(output)
+    assert sorted(losses["jax"]) == list(range(1, 51)) and sorted(losses["tensorflow"]) == list(range(1, 51))
+    differences = [abs(losses["jax"][s] - losses["tensorflow"][s]) for s in range(1, 51)]
+    assert max(differences) <= 1e-3, (max(differences), losses)
+    assert losses["jax"][50] < losses["jax"][1]
+
+
+def test_fine_tuning_on_two_jax_devices_and_its_checkpoint_on_tensorflow(tiny_model_dir, tmp_path):
+    """run_classifier.py on JAX over 2 host devices, Rotten Tomatoes snippets (SST-2 layout): trains,
+    evaluates and predicts; the TensorFlow backend evaluates its model.ckpt-N with the same results (1e-5)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    make_finetuning_data.make_sentiment(str(data), 0.2, 12345)
+    for name, rows in (("train", 64), ("dev", 24)):
+        lines = (data / f"{name}.tsv").read_text(encoding="utf-8").splitlines()[:rows + 1]
+        (data / f"{name}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (data / "test.tsv").write_text("index\tsentence\n0\ta gripping, funny film\n1\ta dull mess\n", encoding="utf-8")
+    flags = {**tiny_model_dir, "task_name": "sst-2", "data_dir": data, "max_seq_length": 32, "train_batch_size": 8,
+             "eval_batch_size": 8, "learning_rate": 1e-3, "num_train_epochs": 2}
+    out = tmp_path / "jax"
+    done = classifier(dict(flags, output_dir=out, do_train=True, do_eval=True, do_predict=True,
+                           distribution_strategy="mirrored"), TWO_DEVICES)
+    assert "Devices mirrored on JAX: 2 cpu device(s)" in done.stderr, done.stderr[-3000:]
+    on_jax = finetuning_scripts.results(out)
+    assert on_jax["global_step"] == 16 and (out / "model.ckpt-16.index").exists()
+    assert len((out / "test_results.tsv").read_text().splitlines()) == 2
+    done = classifier(dict(flags, output_dir=tmp_path / "tensorflow", do_eval=True,
+                           init_checkpoint=out / "model.ckpt-16"), TENSORFLOW)
+    on_tensorflow = finetuning_scripts.results(tmp_path / "tensorflow")
+    for key in ("eval_accuracy", "eval_loss"):
+        assert on_tensorflow[key] == pytest.approx(on_jax[key], rel=1e-5, abs=1e-6), key
+
+
+def classifier(flags, env):
+    """run_classifier.py with `flags` and `env`: its CompletedProcess, checked to exit 0."""
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "run_classifier.py"), *[f"--{k}={v}" for k, v in
+                                                                                      flags.items()]],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600, env=dict(os.environ, **env))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
