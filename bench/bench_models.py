@@ -22,11 +22,12 @@ random weights, random ids (no padding, segments half 0 / half 1). Paths:
              `next_sentence_label` (its MLM head runs on all T positions: that is HF's design) + torch AdamW
 
 bert_tf_jax and keras_hub_jax: the same two libraries with KERAS_BACKEND=jax, always XLA-compiled (jax.jit):
-inference the same forward pass (`stateless_call` under jax.jit, as Keras's predict); training one call of the
-model's Keras train function (`train_on_batch`, jit-compiled): bert_tf's `BertPretrainer` (its loss from the
-features, as every task model computes it) with AdamW, KerasHub's backbone + the same heads compiled with sparse
-cross-entropy (the MLM weights as sample weights), as `BertMaskedLM` compiles, with keras AdamW; both clip the
-gradients to global norm 1.0 as the TF paths do.
+inference the same forward pass (`jax_step.jitted_forward`: the weights as arguments of one jitted function);
+training as each library trains on JAX: bert_tf's `BertPretrainer` through the JAX loop's own update
+(`jax_step.TrainStep`, what run_pretraining.py runs there) with AdamW, KerasHub's backbone + the same heads
+compiled with sparse cross-entropy (the MLM weights as sample weights), as `BertMaskedLM` compiles, one call of
+its jit-compiled Keras train function (`train_on_batch`) with keras AdamW; both clip the gradients to global
+norm 1.0 as the TF paths do. Each JAX call waits for its results on the device.
 
 float32 and bfloat16: the TF paths with the Keras (tf_keras for Model Garden) `mixed_bfloat16` policy, torch with
 `torch.autocast("cpu", torch.bfloat16)`, the JAX paths with Keras's `mixed_bfloat16`. `--xla=on,off`:
@@ -206,38 +207,40 @@ def keras_hub_step(case, config, features):
     return tape_step(loss_fn, variables, lambda grads: optimizer.apply(grads, variables), case["xla"])
 
 
-def jax_forward(model, inputs):
-    """A callable running `model`'s forward pass (inference, no dropout) on `inputs` under jax.jit, as Keras's
-    predict does on JAX (the variables as arguments: `stateless_call`) -> [sequence_output, pooled_output]."""
-    import jax
-    import numpy as np
-    model(inputs)  # builds
-    trainable = [v.value for v in model.trainable_variables]
-    non_trainable = [v.value for v in model.non_trainable_variables]
-
-    @jax.jit
-    def forward(trainable, non_trainable, x):
-        outputs, _ = model.stateless_call(trainable, non_trainable, x, training=False)
-        return outputs["sequence_output"], outputs["pooled_output"]
-    return lambda: [np.asarray(t) for t in forward(trainable, non_trainable, inputs)]
-
-
 def bert_tf_jax_step(case, config, features):
-    """bert_tf on Keras's JAX backend: BertEncoder's forward pass (inference) or one step of BertPretrainer's
-    Keras train function (jit-compiled; the loss of its ObjectiveModel contract from the features) with the
-    AdamW of run_pretraining.py, the gradients clipped to global norm 1.0 as the TF loop does."""
+    """bert_tf on Keras's JAX backend: BertEncoder's forward pass (inference: `jax_step.jitted_forward`, what
+    prediction runs on JAX) or one update of the JAX loop's own step (`jax_step.TrainStep`, what
+    run_pretraining.py runs there) with the AdamW of run_pretraining.py, gradients clipped to global norm 1.0.
+    Each call waits for its result on the device."""
+    import jax
+
     from bert_tf.feature_schema import INPUT_NAMES
     from bert_tf.modeling.encoder import BertEncoder
     from bert_tf.modeling.tasks.pretrainer import BertPretrainer
     from bert_tf.training import optimization
+    from bert_tf.training.jax_step import TrainStep
     set_policy(case)
     if case["task"] == "inference":
         return jax_forward(BertEncoder(config), {k: features[k] for k in INPUT_NAMES})
-    model = BertPretrainer(config)
-    schedule = optimization.WarmupPolynomialDecay(1e-4, 10_000, 100)
-    model.compile(optimization.AdamWeightDecay(schedule, weight_decay_rate=0.01, bias_correction=True,
-                                               global_clipnorm=1.0))
-    return lambda: model.train_on_batch(features, return_dict=True)["loss"]
+    step = TrainStep(BertPretrainer(config), optimization.create_optimizer("adamw", 1e-4, 10_000, 100))
+    batch, state = jax.device_put(features), {"values": step.values()}
+
+    def call():
+        state["values"], sums = step(state["values"], batch)
+        return jax.block_until_ready(sums)
+    return call
+
+
+def jax_forward(model, inputs):
+    """A callable running `model`'s forward pass (no dropout) on `inputs` on the JAX device
+    (`jax_step.jitted_forward`: the weights as arguments of one jax.jit function), waiting for its outputs."""
+    import jax
+
+    from bert_tf.training.jax_step import jitted_forward
+    inputs = jax.device_put(inputs)
+    model(inputs)  # builds
+    forward = jitted_forward(model)
+    return lambda: jax.block_until_ready(forward(inputs))
 
 
 def keras_hub_jax_step(case, config, features):

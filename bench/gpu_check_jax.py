@@ -23,9 +23,10 @@ batch 8, sequence 128: 1,786 sequences/s. The last line sets this device's figur
 import argparse
 import json
 import sys
-import time
 
 import numpy as np
+
+from bench.harness import timed_calls
 
 TRAIN_SHAPES = (("base", 128), ("base", 512), ("large", 128), ("large", 512))
 BATCHES = {128: (512, 256, 128, 64, 32), 512: (128, 64, 32, 16, 8)}
@@ -35,62 +36,24 @@ DRY_BATCHES = {16: (8, 4), 32: (4, 2)}
 NVIDIA = {("large", 128): 3799 / 8, ("large", 512): 650 / 8, ("inference", 8, 128): 1786.0}
 
 
-def timed(call, warmup, steps):
-    """Median seconds of `steps` calls of `call` (which waits for its result) after `warmup` untimed ones."""
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
+def shape_call(task, config, batch_size, seq_length):
+    """bench_models.py's bert_tf-on-JAX callable of this shape (mixed bfloat16): the JAX loop's update
+    (`jax_step.TrainStep`) or the encoder's forward pass; a fresh model each time, so a batch that did not fit
+    leaves nothing behind."""
+    from bench.bench_models import bert_tf_jax_step, random_inputs
 
-
-def train_call(config, batch_size, seq_length):
-    """A callable running one pretraining update at this shape (a fresh model and optimizer: a batch that did not
-    fit leaves nothing behind)."""
-    import jax
-
-    from bench.bench_models import random_inputs
-    from bert_tf.modeling.tasks.pretrainer import BertPretrainer
-    from bert_tf.training import optimization
-    from bert_tf.training.jax_step import TrainStep
-
-    features = jax.device_put(random_inputs(batch_size, seq_length, predictions(seq_length), config.vocab_size))
-    step = TrainStep(BertPretrainer(config), optimization.create_optimizer("adamw", 1e-4, 10_000, 100))
-    state = {"values": step.values()}
-
-    def call():
-        state["values"], sums = step(state["values"], features)
-        sums["loss"].block_until_ready()
-    return call
-
-
-def inference_call(config, batch_size, seq_length):
-    """A callable running the encoder's forward pass at this shape."""
-    import jax
-
-    from bench.bench_models import random_inputs
-    from bert_tf.feature_schema import INPUT_NAMES
-    from bert_tf.modeling.encoder import BertEncoder
-    from bert_tf.training.jax_step import jitted_forward
-
-    features = random_inputs(batch_size, seq_length, 1, config.vocab_size)
-    inputs = jax.device_put({k: features[k] for k in INPUT_NAMES})
-    encoder = BertEncoder(config)
-    encoder(inputs)
-    forward = jitted_forward(encoder)
-    return lambda: jax.block_until_ready(forward(inputs)["pooled_output"])
+    features = random_inputs(batch_size, seq_length, predictions(seq_length), config.vocab_size)
+    return bert_tf_jax_step({"task": task, "dtype": "bfloat16"}, config, features)
 
 
 def predictions(seq_length):
     return max(1, round(0.15625 * seq_length))  # 20 at 128, 80 at 512: the original's ratio
 
 
-def measure(line, call_fn, config, batch_size, seq_length, flops, args, peaks):
-    """Fills `line` with the timing of `call_fn(config, batch_size, seq_length)` and its MFUs."""
-    seconds = timed(call_fn(config, batch_size, seq_length), args.warmup, args.steps)
+def measure(line, config, batch_size, seq_length, flops, args, peaks):
+    """Fills `line` with the timing of `shape_call` at this shape (median of the timed calls) and its MFUs."""
+    call = shape_call(line["task"], config, batch_size, seq_length)
+    seconds = float(np.median(timed_calls(call, args.warmup, args.steps)))
     achieved = flops * batch_size / seconds
     line.update(batch=batch_size, ms=round(seconds * 1e3, 3), examples_per_s=round(batch_size / seconds, 2),
                 tokens_per_s=round(batch_size * seq_length / seconds, 1),
@@ -140,7 +103,7 @@ def main(argv=None):
             line = {"task": "train", "config": config_name, "seq": seq_length, "batch": batch_size,
                     "dtype": "bfloat16"}
             try:
-                measure(line, train_call, config, batch_size, seq_length, flops, args, peaks)
+                measure(line, config, batch_size, seq_length, flops, args, peaks)
             except Exception as e:  # out of memory: the next smaller batch
                 line["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
                 emit(line)
@@ -154,7 +117,7 @@ def main(argv=None):
     for batch_size in INFERENCE_BATCHES:
         line = {"task": "inference", "config": inference_config, "seq": seq_length, "dtype": "bfloat16"}
         try:
-            measure(line, inference_call, configs[inference_config], batch_size, seq_length, flops, args, peaks)
+            measure(line, configs[inference_config], batch_size, seq_length, flops, args, peaks)
             best["inference", batch_size, seq_length] = line["examples_per_s"]
         except Exception as e:
             line.update(batch=batch_size, error=f"{type(e).__name__}: {str(e).splitlines()[0][:300]}")
