@@ -31,6 +31,7 @@ def step_losses(output):
     return {int(step): float(loss) for step, loss in re.findall(r"step (\d+)/\d+ \| loss ([\d.]+)", output)}
 
 
+@pytest.mark.slow
 def test_pretraining_on_two_jax_devices_and_its_checkpoint_on_tensorflow(pretraining_data, tmp_path):
     """run_pretraining.py on JAX, DataParallel over 2 host devices: trains, evaluates, writes model.ckpt-6 and
     the `checkpoint` index; the TensorFlow backend evaluates that checkpoint (an eval-only run from it) with
@@ -51,6 +52,8 @@ def test_pretraining_on_two_jax_devices_and_its_checkpoint_on_tensorflow(pretrai
         assert on_tensorflow[key] == pytest.approx(on_jax[key], rel=1e-5, abs=1e-6), key
 
 
+@pytest.mark.slow
+@pytest.mark.extended
 def test_fifty_steps_give_the_tensorflow_loops_losses(pretraining_data, tmp_path):
     """Dropout off, the same initial weights (a checkpoint) and the same batches (the seeded input order): 50
     steps of the JAX loop and of the TensorFlow loop, the loss of every step within 1e-3."""
@@ -73,6 +76,7 @@ def test_fifty_steps_give_the_tensorflow_loops_losses(pretraining_data, tmp_path
     assert losses["jax"][50] < losses["jax"][1]
 
 
+@pytest.mark.slow
 def test_fine_tuning_on_two_jax_devices_and_its_checkpoint_on_tensorflow(tiny_model_dir, tmp_path):
     """run_classifier.py on JAX over 2 host devices, Rotten Tomatoes snippets (SST-2 layout): trains,
     evaluates and predicts; the TensorFlow backend evaluates its model.ckpt-N with the same results (1e-5)."""
@@ -106,3 +110,38 @@ def classifier(flags, env):
                           capture_output=True, text=True, cwd=ROOT, timeout=600, env=dict(os.environ, **env))
     assert done.returncode == 0, done.stderr[-3000:]
     return done
+
+
+@pytest.mark.slow
+@pytest.mark.extended
+@pytest.mark.parametrize("script", ["run_ner.py", "run_swag.py", "run_squad.py", "run_embedder.py"])
+def test_the_other_fine_tuning_commands_on_jax(script, tiny_model_dir, tmp_path):
+    """run_ner.py (CoNLL tags), run_swag.py, run_squad.py (cloze SQuAD 2.0 from real prose) and run_embedder.py
+    (real pairs) train, evaluate and write their results on the JAX backend."""
+    from tests.helpers import squad_fixtures
+    from tests.helpers.task_data import SWAG_HEADER, SWAG_ROWS
+    from tools import make_pairs
+
+    out, flags = tmp_path / "out", {"output_dir": tmp_path / "out", "do_train": True, "do_eval": True}
+    model_dir = tiny_model_dir
+    if script == "run_ner.py":
+        sentences = "Paris B-geo-loc\nis O\nnice O\n\nI O\nmet O\nAnna B-person\nSmith I-person\n\n"
+        flags["data_dir"] = finetuning_scripts.write_files(tmp_path, {"train.txt": sentences * 2,
+                                                                      "dev.txt": sentences})
+    elif script == "run_swag.py":
+        flags["data_dir"] = finetuning_scripts.write_files(tmp_path, {"train.csv": SWAG_HEADER + SWAG_ROWS * 2,
+                                                                      "val.csv": SWAG_HEADER + SWAG_ROWS})
+    elif script == "run_embedder.py":
+        make_pairs.main([f"--output_dir={tmp_path / 'pairs'}", "--num_train=16", "--num_dev=8"])
+        flags.update(task="pairs", data_dir=tmp_path / "pairs", train_batch_size=8)
+    else:  # random weights of squad_fixtures' config (128 positions), as tests/test_run_squad.py trains
+        (tmp_path / "squad").mkdir()
+        directory, squad_flags = squad_fixtures.make_squad_setup(tmp_path / "squad")
+        model_dir = {}
+        flags = {**dict(flag[2:].split("=", 1) for flag in squad_flags), "output_dir": out, "do_train": True,
+                 "do_predict": True, "train_file": directory / "train-v2.0.json",
+                 "predict_file": directory / "dev-v2.0.json", "train_batch_size": 8, "num_train_epochs": 0.4}
+    done = finetuning_scripts.run(script, model_dir, JAX, **flags)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(r"step \d+/\d+ \| loss [\d.]+", done.stderr), done.stderr[-3000:]
+    assert os.path.exists(out / ("eval_results.json" if script == "run_squad.py" else "eval_results.txt"))

@@ -26,19 +26,19 @@ def make_tiny_model_dir(directory, vocab_file):
             "init_checkpoint": directory / "bert_model.ckpt"}
 
 
-def start(script, model_dir, **flags):
-    """Starts `script` with the flags of `model_dir` (make_tiny_model_dir's), short defaults and `flags`; returns
-    its Popen (text stdout and stderr pipes)."""
+def start(script, model_dir, env=None, **flags):
+    """Starts `script` with the flags of `model_dir` (make_tiny_model_dir's), short defaults and `flags`, `env`
+    added to the environment; returns its Popen (text stdout and stderr pipes)."""
     flags = {**model_dir, "max_seq_length": 32, "train_batch_size": 2, "num_train_epochs": 1, **flags}
     args = [f"--{k}={v}" for k, v in flags.items()]
     return subprocess.Popen([sys.executable, os.path.join(ROOT, script), *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **(env or {})})
 
 
-def run(script, model_dir, **flags):
+def run(script, model_dir, env=None, **flags):
     """Runs `script` as `start` does and waits for it: a CompletedProcess with its stdout and stderr."""
-    process = start(script, model_dir, **flags)
+    process = start(script, model_dir, env, **flags)
     stdout, stderr = process.communicate()
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
