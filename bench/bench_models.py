@@ -20,6 +20,8 @@ random weights, random ids (no padding, segments half 0 / half 1). Paths:
              the gathered positions, a `ClassificationHead` for NSP) with tf_keras' AdamW, the same step |
              HF `BertForPreTraining` with `labels` and
              `next_sentence_label` (its MLM head runs on all T positions: that is HF's design) + torch AdamW
+  finetune   one fine-tuning step of a 2-class BertClassifier (the pooled output's Dense), AdamW: bert_tf's loops
+             only (the Trainer on TF, jax_step.TrainStep on JAX): the TF and JAX backends side by side
 
 bert_tf_jax and keras_hub_jax: the same two libraries with KERAS_BACKEND=jax, always XLA-compiled (jax.jit):
 inference the same forward pass (`jax_step.jitted_forward`: the weights as arguments of one jitted function);
@@ -76,6 +78,7 @@ NAMES = {"bert_tf": "bert_tf", "keras_hub": "KerasHub", "model_garden": "Model G
 JAX_LIBRARIES = {"bert_tf_jax", "keras_hub_jax"}  # Keras on JAX (KERAS_BACKEND=jax): always XLA (jax.jit)
 BASELINE = "bert_tf_baseline"  # --baseline: bert_tf at another revision
 OWN = {"bert_tf", "bert_tf_jax", BASELINE}  # bert_tf itself, not a peer
+FINETUNE_LIBRARIES = {"bert_tf", "bert_tf_jax"}  # the finetune task: bert_tf's own loops on TF and on JAX
 
 
 # ------------------------------------------------------------------------------- worker (one per process)
@@ -97,6 +100,7 @@ def random_inputs(batch_size, seq_length, num_predictions, vocab_size):
         "masked_lm_ids": rng.integers(1000, vocab_size, (batch_size, num_predictions), dtype=np.int32),
         "masked_lm_weights": np.ones((batch_size, num_predictions), np.float32),
         "next_sentence_labels": rng.integers(0, 2, (batch_size, 1), dtype=np.int32),
+        "label_ids": rng.integers(0, 2, (batch_size,), dtype=np.int32),  # the finetune task's classes
     }
 
 
@@ -105,13 +109,19 @@ def set_policy(case):
     keras.mixed_precision.set_global_policy("mixed_bfloat16" if case["dtype"] == "bfloat16" else "float32")
 
 
+def training_model(case, config):
+    """bert_tf's model of a training task: BertPretrainer (train) or a 2-class BertClassifier (finetune)."""
+    from bert_tf.modeling.tasks.classifier import BertClassifier
+    from bert_tf.modeling.tasks.pretrainer import BertPretrainer
+    return BertPretrainer(config) if case["task"] == "train" else BertClassifier(config, 2)
+
+
 def bert_tf_step(case, config, features):
     """A function running one inference call or one training step of bert_tf."""
     import tensorflow as tf
 
     from bert_tf.feature_schema import INPUT_NAMES
     from bert_tf.modeling.encoder import BertEncoder
-    from bert_tf.modeling.tasks.pretrainer import BertPretrainer
     from bert_tf.training import distribute, loop, optimization
     set_policy(case)
     if case["task"] == "inference":
@@ -122,7 +132,7 @@ def bert_tf_step(case, config, features):
         return lambda: [t.numpy() for t in forward(inputs)]
     strategy = distribute.create_strategy("one_device")  # as run_pretraining.py on a CPU-only machine
     with strategy.scope():
-        model = BertPretrainer(config)
+        model = training_model(case, config)
         model.build()
         optimizer = optimization.create_optimizer("adamw", 1e-4, 10_000, 100)
     trainer = loop.Trainer(strategy, model, optimizer, case["batch_size"], use_xla=case["xla"])
@@ -216,13 +226,12 @@ def bert_tf_jax_step(case, config, features):
 
     from bert_tf.feature_schema import INPUT_NAMES
     from bert_tf.modeling.encoder import BertEncoder
-    from bert_tf.modeling.tasks.pretrainer import BertPretrainer
     from bert_tf.training import optimization
     from bert_tf.training.jax_step import TrainStep
     set_policy(case)
     if case["task"] == "inference":
         return jax_forward(BertEncoder(config), {k: features[k] for k in INPUT_NAMES})
-    step = TrainStep(BertPretrainer(config), optimization.create_optimizer("adamw", 1e-4, 10_000, 100))
+    step = TrainStep(training_model(case, config), optimization.create_optimizer("adamw", 1e-4, 10_000, 100))
     batch, state = jax.device_put(features), {"values": step.values()}
 
     def call():
@@ -435,10 +444,11 @@ def main():
     parser.add_argument("--config", default="base", help=f"one of {sorted(CONFIG_NAMES)} or a config json path")
     parser.add_argument("--batch_sizes", default="1,8,32")
     parser.add_argument("--seq_lengths", default="128,512", help="Inference sequence lengths.")
-    parser.add_argument("--train_seq_lengths", default="128", help="Training-step sequence lengths.")
+    parser.add_argument("--train_seq_lengths", default="128", help="Training-step (train, finetune) sequence lengths.")
     parser.add_argument("--dtypes", default="float32,bfloat16")
     parser.add_argument("--xla", default="on,off", help="XLA settings of the TF paths: on, off or on,off.")
-    parser.add_argument("--tasks", default="inference,train")
+    parser.add_argument("--tasks", default="inference,train", help="inference, train (the pretraining step) and "
+                        "finetune (a 2-class BertClassifier's step, bert_tf and bert_tf_jax only)")
     parser.add_argument("--libraries", default=",".join(LIBRARIES))
     parser.add_argument("--rounds", type=int, default=5, help="Interleaved rounds (medians over them).")
     parser.add_argument("--steps", type=int, default=3, help="Timed calls per process (their median is a run).")
@@ -482,6 +492,8 @@ def main():
             for batch_size in map(int, split(args.batch_sizes)):
                 for dtype in dtypes:
                     for library in libraries:
+                        if task == "finetune" and library not in FINETUNE_LIBRARIES:
+                            continue
                         fixed = {"torch": [False], **{name: [True] for name in JAX_LIBRARIES}}
                         for xla in fixed.get(library, xla_settings):
                             cases.append({"task": task, "library": library, "batch_size": batch_size,
@@ -533,8 +545,9 @@ def main():
             table.append(f"{head} failed: {errors[i].replace('|', '/')} | | | | |")
             continue
         median = float(np.median(results[i]))
-        if case["task"] == "train":
-            flops = model_flops.training_flops_per_example(bert_config, t, case["num_predictions"])
+        if case["task"] != "inference":  # the classifier's head: no masked LM FLOPs
+            predictions = case["num_predictions"] if case["task"] == "train" else 0
+            flops = model_flops.training_flops_per_example(bert_config, t, predictions)
         else:
             flops = model_flops.training_flops_per_example(bert_config, t, 0) / 3  # the encoder's forward pass
         mfu = b / median * flops / peak[case["dtype"]] if peak[case["dtype"]] else float("nan")
