@@ -564,8 +564,10 @@ def main():
     table += ["", "Each library in its best setting (precision x XLA) of this run, examples/s:", "",
               "| task | batch | seq | " + " | ".join([NAMES[lib] for lib in libraries] + list(ratios)) + " |",
               "|---|---:|---:|" + "---|" * len(libraries) + "---:|" * len(ratios)]
+    case_keys = {(c["task"], c["batch_size"], c["seq_length"], c["library"]) for c in cases}  # "-": not a case
     for (task, b, t), best in best_settings.items():
-        cells = [f"{best[lib][0]:.2f} ({best[lib][1]})" if lib in best else "failed" for lib in libraries]
+        cells = [f"{best[lib][0]:.2f} ({best[lib][1]})" if lib in best
+                 else "failed" if (task, b, t, lib) in case_keys else "-" for lib in libraries]
         for ours, peers in ratios.values():
             peer = max([best[lib][0] for lib in peers if lib in best], default=None)
             cells.append(f"{best[ours][0] / peer:.2f}x" if ours in best and peer else "-")

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tests.helpers import finetuning_scripts
@@ -145,3 +146,25 @@ def test_the_other_fine_tuning_commands_on_jax(script, tiny_model_dir, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert re.search(r"step \d+/\d+ \| loss [\d.]+", done.stderr), done.stderr[-3000:]
     assert os.path.exists(out / ("eval_results.json" if script == "run_squad.py" else "eval_results.txt"))
+
+
+@pytest.mark.slow
+@pytest.mark.extended
+def test_accumulation_and_bfloat16_on_jax(pretraining_data, tmp_path):
+    """run_pretraining.py on JAX, dropout off: batch 8 in 4 micro-batches ends with the weights of batch 8 at once
+    (1e-5), and mixed bfloat16 trains with finite, falling losses."""
+    config = write_config(tmp_path / "bert_config.json", script_config(hidden_dropout_prob=0.0,
+                                                                       attention_probs_dropout_prob=0.0))
+    weights = []
+    for accumulation in (1, 4):
+        output_dir = tmp_path / f"accumulation{accumulation}"
+        run(base_args(pretraining_data, str(output_dir), bert_config_file=config, do_eval=False, seed=2,
+                      num_accumulation_steps=accumulation), env=JAX)
+        weights.append(finetuning_scripts.load_checkpoint_tensors(output_dir))
+    assert sorted(weights[0]) == sorted(weights[1])
+    for name in weights[0]:
+        np.testing.assert_allclose(weights[1][name], weights[0][name], atol=1e-5, err_msg=name)
+    output = run(base_args(pretraining_data, str(tmp_path / "bfloat16"), bert_config_file=config, do_eval=False,
+                           mixed_precision="bfloat16", num_train_steps=9, iterations_per_loop=3), env=JAX)
+    losses = step_losses(output)
+    assert sorted(losses) == [3, 6, 9] and losses[9] < losses[3], output[-3000:]
