@@ -36,12 +36,17 @@ def published_peak(device_name):
     return None, None
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_arguments(argv, description):
+    """The flags of this check and of gpu_check_jax.py: --dry_run, --warmup, --steps."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--dry_run", action="store_true", help="tiny config and shapes on the CPU")
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=5)
-    args = parser.parse_args(argv)
+    parser.add_argument("--warmup", type=int, default=2, help="untimed calls per shape (XLA compiles there)")
+    parser.add_argument("--steps", type=int, default=5, help="timed calls per shape (their median is reported)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_arguments(argv, __doc__.split("\n\n")[0])
 
     import tensorflow as tf
 

@@ -20,7 +20,6 @@ precision, 3,799 sequences/s at 128 and 650 at 512 (per GPU: an eighth); BERT-Ba
 batch 8, sequence 128: 1,786 sequences/s. The last line sets this device's figures beside them.
 """
 
-import argparse
 import json
 import sys
 
@@ -67,17 +66,13 @@ def emit(line):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dry_run", action="store_true", help="tiny config and shapes on the CPU")
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=5)
-    args = parser.parse_args(argv)
+    from bench.gpu_check import parse_arguments, published_peak
+    args = parse_arguments(argv, __doc__.split("\n\n")[0])
 
     import jax
     import keras
 
     from bench.bench_models import load_config
-    from bench.gpu_check import published_peak
     from bert_tf.config import BertConfig
     from bert_tf.training.flops import measure_jax_peak_flops, training_flops_per_example
 

@@ -16,6 +16,9 @@ The layout of `model_dir` and the rules that keep it consistent under kills are 
 weights as model.ckpt-N (Google's names, any script's --init_checkpoint), the training state and each
 worker's input position under training_state/, TensorBoard summaries in train/ and eval/. A rerun of a
 killed command resumes from the newest intact state and finishes what that checkpoint had left undone.
+
+On Keras's JAX backend the commands run `jax_loop.JaxTrainer`, a subclass that keeps all of this and replaces
+the step (`create_trainer` picks it for strategy None).
 """
 
 import os
