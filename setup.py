@@ -28,8 +28,9 @@ setuptools.setup(
     ],
     extras_require={
         "tfds": ["tensorflow-datasets"],
+        "chinese": ["jieba==0.42.1"],  # create_pretraining_data.py --chinese_word_segmenter=jieba
         # ruff: `make lint`; jax: the models on the JAX backend (tests/test_backends.py; tools/peer_venvs.JAX)
-        "test": ["pytest", "pytest-xdist", "tensorflow-datasets", "ruff==0.17.5", "jax[cpu]==0.10.2"],
+        "test": ["pytest", "pytest-xdist", "tensorflow-datasets", "ruff==0.17.5", "jax[cpu]==0.10.2", "jieba==0.42.1"],
         "bench": ["tokenizers"],  # HuggingFace tokenizers, for bench/bench_tokenizers.py only
     },
 )

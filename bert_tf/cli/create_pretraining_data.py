@@ -18,7 +18,9 @@ random next sentences and instance shuffling reach across groups of >= 1 MB of d
 `bert_tf/data/pretraining/job.py`), `--num_workers` processes (the output does not depend on it: the same
 seed gives the same files), `--dynamic_masking` (unmasked records, masked at training time by
 `bert_tf.data.pretraining.pipeline.pretraining_dataset`), `--invalid_utf8`, `--do_whole_word_mask`, progress lines and
-an end summary.
+an end summary. Chinese whole-word masking (Chinese-BERT-wwm): `--do_whole_word_mask --chinese_word_segmenter=jieba`
+(or `=spaces` for pre-segmented text) masks the characters of a Chinese word together; the ids stay per character
+(`bert_tf/data/pretraining/chinese_words.py`).
 """
 
 import os
@@ -29,6 +31,7 @@ import time
 from absl import flags, logging
 
 from bert_tf.cli import model_flags, scripting
+from bert_tf.data.pretraining.chinese_words import SEGMENTERS
 from bert_tf.data.pretraining.corpus import INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, expand_input_patterns
 from bert_tf.data.pretraining.instances import InstanceOptions
 from bert_tf.data.pretraining.job import create_pretraining_data, output_files_from_flag, summary_lines
@@ -43,6 +46,10 @@ flags.DEFINE_string("output_file", None, "Output TF example file (or comma-separ
                     "pattern with {shard} and {num_shards} used with --num_output_shards).")
 flags.DEFINE_bool("do_whole_word_mask", False, "Whether to use whole word masking rather than per-WordPiece "
                   "masking.")
+flags.DEFINE_enum("chinese_word_segmenter", "none", SEGMENTERS, "With --do_whole_word_mask, mask Chinese words "
+                  "whole (Chinese-BERT-wwm): jieba segments the text (pip install jieba), spaces reads words from "
+                  "pre-segmented text; none masks Chinese per character, as the original. The ids stay per "
+                  "character.")
 flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked LM predictions per sequence.")
 flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
@@ -80,7 +87,7 @@ def main(_):
     masking = MaskingConfig.from_vocab(tokenizer.vocab, FLAGS.masked_lm_prob, FLAGS.max_predictions_per_seq,
                                        FLAGS.do_whole_word_mask, FLAGS.vocab_file)
     options = InstanceOptions(FLAGS.max_seq_length, FLAGS.short_seq_prob, FLAGS.dupe_factor, FLAGS.random_seed,
-                              None if FLAGS.dynamic_masking else masking)
+                              None if FLAGS.dynamic_masking else masking, FLAGS.chinese_word_segmenter)
     try:
         stats, reader = create_pretraining_data(
             input_files, output_files, tokenizer, options, num_workers=FLAGS.num_workers,

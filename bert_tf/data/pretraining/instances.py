@@ -12,6 +12,7 @@ import itertools
 import random
 import re
 
+from bert_tf.data.pretraining.chinese_words import mark_continuations, segmenter, split_continuations
 from bert_tf.data.pretraining.example_codec import PretrainingExampleEncoder
 from bert_tf.data.pretraining.masking import MaskingConfig, mask_tokens
 
@@ -27,12 +28,15 @@ class InstanceOptions:
       random_seed: int.
       masking: `MaskingConfig`, or None to leave instances unmasked (dynamic masking at training
         time).
+      chinese_word_segmenter: a name of `chinese_words.SEGMENTERS`: whole-word masking of Chinese words
+        ("none": the original's per-character masking of Chinese); needs masking with whole words.
     """
     max_seq_length: int
     short_seq_prob: float
     dupe_factor: int
     random_seed: int
     masking: MaskingConfig = None
+    chinese_word_segmenter: str = "none"
 
     def __post_init__(self):
         if self.max_seq_length < 5:
@@ -42,6 +46,10 @@ class InstanceOptions:
             raise ValueError(f"short_seq_prob={self.short_seq_prob} must be in [0, 1]")
         if self.dupe_factor < 1:
             raise ValueError(f"dupe_factor={self.dupe_factor} must be >= 1")
+        segmenter(self.chinese_word_segmenter)  # its ValueError for an unknown name
+        if self.chinese_word_segmenter != "none" and (self.masking is None or self.masking.continuation is None):
+            raise ValueError(f"chinese_word_segmenter={self.chinese_word_segmenter} masks whole Chinese words: it "
+                             "needs do_whole_word_mask=True, and static masking (not dynamic_masking)")
 
 
 @dataclasses.dataclass
@@ -138,6 +146,8 @@ _ASCII_PIECES = re.compile(r"[!-/:-@\[-`{-~]|[^!-/:-@\[-`{-~]+")
 
 class ChunkTokenizer:
     """`FullTokenizer` to ids with a cache of space-separated chunks: the same ids, several times faster.
+    With `segment` (a `chinese_words.segmenter`), a Chinese character that continues a word has its id plus
+    the vocab size (`chinese_words.mark_continuations`; `InstanceMaker` removes the mark when it masks).
 
     Every step of BERT's tokenization maps a space to a word boundary and works within words, so
     tokenizing a line equals concatenating the tokenization of its " "-separated chunks. For ASCII text
@@ -146,9 +156,11 @@ class ChunkTokenizer:
     so memory stays bounded.
     """
 
-    def __init__(self, tokenizer, max_entries=1 << 18):
+    def __init__(self, tokenizer, max_entries=1 << 18, segment=None):
         self.tokenizer = tokenizer
         self.max_entries = max_entries
+        self.segment = segment
+        self._vocab_size = max(tokenizer.vocab.values()) + 1
         self._cache = {}
 
     def ids(self, line):
@@ -167,6 +179,11 @@ class ChunkTokenizer:
         pieces = _ASCII_PIECES.findall(chunk) if chunk.isascii() else ()
         if len(pieces) > 1:
             ids = tuple(itertools.chain.from_iterable(self._cache.get(p) or self._chunk_ids(p) for p in pieces))
+        elif self.segment is not None and not chunk.isascii():
+            tokens = self.tokenizer.basic_tokenizer.tokenize(chunk)
+            piece_ids = [self.tokenizer.convert_tokens_to_ids(self.tokenizer.wordpiece_tokenizer.tokenize(token))
+                         for token in tokens]
+            ids = tuple(mark_continuations(tokens, piece_ids, self.segment(chunk), self._vocab_size))
         else:
             ids = tuple(self.tokenizer.convert_tokens_to_ids(self.tokenizer.tokenize(chunk)))
         if len(self._cache) >= self.max_entries:
@@ -227,11 +244,12 @@ class InstanceMaker:
 
     def __init__(self, tokenizer, options):
         self.options = options
-        self.chunk_tokenizer = ChunkTokenizer(tokenizer)
+        self.chunk_tokenizer = ChunkTokenizer(tokenizer, segment=segmenter(options.chinese_word_segmenter))
         vocab = tokenizer.vocab
         self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
+        self.vocab_size = max(vocab.values()) + 1
         self.encoder = PretrainingExampleEncoder(
-            max(vocab.values()) + 1, options.max_seq_length,
+            self.vocab_size, options.max_seq_length,
             options.masking.max_predictions_per_seq if options.masking else 1)
 
     def tokenize_documents(self, documents):
@@ -269,6 +287,7 @@ class InstanceMaker:
     def _encode(self, instance, rng, stats):
         len_a = len(instance.tokens_a)
         ids = [self.cls_id] + instance.tokens_a + [self.sep_id] + instance.tokens_b + [self.sep_id]
+        ids, continues = split_continuations(ids, self.vocab_size)
         stats.instances += 1
         stats.tokens += len(ids)
         stats.random_next += instance.is_random_next
@@ -276,7 +295,7 @@ class InstanceMaker:
         if self.options.masking is None:
             return self.encoder.encode(ids, len_a, instance.is_random_next)
         candidates = list(range(1, len_a + 1)) + list(range(len_a + 2, len(ids) - 1))
-        masked = mask_tokens(ids, candidates, self.options.masking, rng)
+        masked = mask_tokens(ids, candidates, self.options.masking, rng, continues)
         stats.masked += len(masked.positions)
         stats.by_mask += masked.replaced_by_mask
         stats.by_random += masked.replaced_by_random

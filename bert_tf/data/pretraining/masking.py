@@ -3,8 +3,9 @@
 Per instance: `num_to_predict = min(max_predictions_per_seq, max(1, round(num_tokens * masked_lm_prob)))`
 ([CLS] and [SEP] count in `num_tokens` but are never masked); candidates are taken in random order, each
 chosen token becomes [MASK] 80% of the time, a uniformly random vocab id 10%, itself 10%; positions are
-sorted. Whole-word masking groups a token with its following "##" pieces and skips a word that would
-exceed `num_to_predict`.
+sorted. Whole-word masking groups a token with its following "##" pieces (and, with a Chinese word
+segmenter, the characters of a Chinese word: `chinese_words`) and skips a word that would exceed
+`num_to_predict`.
 
 `MaskingConfig` is shared by static masking here (pure Python, used in worker processes) and by the
 in-graph dynamic masking of `bert_tf.data.pretraining.pipeline`.
@@ -84,7 +85,7 @@ class MaskedInstance:
     kept: int
 
 
-def mask_tokens(ids, candidates, config, rng):
+def mask_tokens(ids, candidates, config, rng, continues=None):
     """Masks `ids` in place with the original's rules.
 
     Args:
@@ -93,6 +94,9 @@ def mask_tokens(ids, candidates, config, rng):
         is reordered.
       config: `MaskingConfig`.
       rng: `random.Random`.
+      continues: None, or per position of `ids` True where the token continues the word before it although
+        it is no "##" piece (a Chinese character inside a segmented word: `chinese_words`); read only with
+        whole-word masking.
 
     Returns:
       `MaskedInstance`.
@@ -112,7 +116,7 @@ def mask_tokens(ids, candidates, config, rng):
         groups = []
         for position in candidates:
             # Like the original, a "##" piece joins the previous candidate even across a [SEP].
-            if groups and config.continuation[ids[position]]:
+            if groups and (config.continuation[ids[position]] or continues is not None and continues[position]):
                 groups[-1].append(position)
             else:
                 groups.append([position])
