@@ -19,6 +19,27 @@ def test_bundled_configs_have_the_exact_parameter_counts(size):
     assert encoder.count_params() == PARAMETER_COUNTS[size]
 
 
+def bert_parameters(vocab, hidden, layers, intermediate, positions=512, segments=2):
+    """BERT's parameter count by its formula: embeddings (+ LayerNorm), per layer Q/K/V/output, LayerNorm,
+    feed-forward in and out, LayerNorm, then the pooler."""
+    embeddings = (vocab + positions + segments) * hidden + 2 * hidden
+    layer = 4 * (hidden * hidden + hidden) + 2 * hidden + 2 * hidden * intermediate + intermediate + hidden + 2 * hidden
+    return embeddings + layers * layer + hidden * hidden + hidden
+
+
+@pytest.mark.parametrize("name, expected", [("chinese", 102_267_648), ("chinese_small", None)])
+def test_bundled_chinese_configs(name, expected):
+    """chinese: Google's chinese_L-12_H-768_A-12 (its released checkpoint holds 102,267,648 model parameters);
+    chinese_small: L4/H512 on the same 21,128-character vocab."""
+    config = BertConfig.from_json_file(configs.path(name))
+    assert config.vocab_size == 21128
+    encoder = BertEncoder(config)
+    encoder.build()
+    formula = bert_parameters(21128, config.hidden_size, config.num_hidden_layers, config.intermediate_size)
+    assert encoder.count_params() == formula == (expected or formula)
+    assert bert_parameters(30522, 768, 12, 3072) == PARAMETER_COUNTS["base"]  # the formula, on a released count
+
+
 def test_reads_huggingface_config_json(minilm_dir):
     config = BertConfig.from_json_file(f"{minilm_dir}/config.json")
     assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (6, 384, 12)
