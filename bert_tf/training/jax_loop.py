@@ -116,14 +116,10 @@ class JaxTrainer(loop.Trainer):
         if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
             raise ValueError("mixed_float16 (loss scaling) trains on the TensorFlow backend only; on JAX use "
                              "bfloat16")
-        if getattr(optimizer, "global_clipnorm", None) or getattr(optimizer, "clipnorm", None):
-            raise ValueError("clip gradients with clip_norm=...: the loop clips the summed gradients")
         self.distribution = keras.distribution.distribution()
         self._num_workers, replicas = devices()
         self._worker = jax.process_index()
-        if num_accumulation_steps < 1 or global_batch_size % (replicas * num_accumulation_steps):
-            raise ValueError(f"train batch size {global_batch_size} is not a multiple of {replicas} device(s) x "
-                             f"num_accumulation_steps={num_accumulation_steps}")
+        loop.check_arguments(optimizer, global_batch_size, replicas, num_accumulation_steps)
         self.model, self.optimizer, self.strategy = model, optimizer, None
         self.global_batch_size = global_batch_size
         self.num_accumulation_steps = num_accumulation_steps
@@ -131,7 +127,6 @@ class JaxTrainer(loop.Trainer):
         self.flops_per_example = flops_per_example
         self._replicas = replicas
         self.is_chief = self._worker == 0
-        self._loss_scaling = False
         self._step = 0
         self._update = TrainStep(model, optimizer, num_accumulation_steps, clip_norm)
 

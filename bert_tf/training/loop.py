@@ -82,6 +82,17 @@ def _metrics(sums, num_steps):
     return results
 
 
+def check_arguments(optimizer, global_batch_size, replicas, num_accumulation_steps):
+    """ValueError when the global batch does not split over `replicas` x `num_accumulation_steps`, or when the
+    optimizer clips on its own (the loops clip the summed gradients: `clip_norm`)."""
+    if num_accumulation_steps < 1 or global_batch_size % (replicas * num_accumulation_steps):
+        raise ValueError(f"train batch size {global_batch_size} is not a multiple of {replicas} replica(s) x "
+                         f"num_accumulation_steps={num_accumulation_steps}")
+    if getattr(optimizer, "global_clipnorm", None) or getattr(optimizer, "clipnorm", None):
+        raise ValueError("clip gradients with Trainer(clip_norm=...): an optimizer's own clipnorm would clip "
+                         "each replica's gradient before the cross-replica sum")
+
+
 def create_trainer(strategy, model, optimizer, global_batch_size, num_accumulation_steps=1, use_xla=False,
                    clip_norm=1.0, flops_per_example=None):
     """A `Trainer` on `strategy`, or for strategy None (Keras's JAX backend) a `jax_loop.JaxTrainer` (always
@@ -108,13 +119,7 @@ class Trainer:
 
     def __init__(self, strategy, model, optimizer, global_batch_size, num_accumulation_steps=1, use_xla=False,
                  clip_norm=1.0, flops_per_example=None):
-        replicas = strategy.num_replicas_in_sync
-        if num_accumulation_steps < 1 or global_batch_size % (replicas * num_accumulation_steps):
-            raise ValueError(f"train batch size {global_batch_size} is not a multiple of {replicas} replica(s) x "
-                             f"num_accumulation_steps={num_accumulation_steps}")
-        if getattr(optimizer, "global_clipnorm", None) or getattr(optimizer, "clipnorm", None):
-            raise ValueError("clip gradients with Trainer(clip_norm=...): an optimizer's own clipnorm would clip "
-                             "each replica's gradient before the cross-replica sum")
+        check_arguments(optimizer, global_batch_size, strategy.num_replicas_in_sync, num_accumulation_steps)
         self.strategy, self.model, self.optimizer = strategy, model, optimizer
         self.global_batch_size = global_batch_size
         self.num_accumulation_steps = num_accumulation_steps
