@@ -1,4 +1,4 @@
-"""Fine-tunes BERT for sentence(-pair) classification or regression: every GLUE task, XNLI, your own files.
+"""Fine-tunes BERT for sentence(-pair) classification or regression: every GLUE task, XNLI, CLUE, your own files.
 
 The original's flags and defaults, e.g. the google-research/bert README command runs unchanged:
 
@@ -8,7 +8,9 @@ The original's flags and defaults, e.g. the google-research/bert README command 
       --learning_rate=2e-5 --num_train_epochs=3.0 --output_dir=/tmp/mrpc_output/
 
 Tasks: cola, sst-2 (sst2), mrpc, sts-b (stsb, regression), qqp, mnli (matched and mismatched dev/test), qnli,
-rte, wnli, ax (predict only, with an MNLI model), xnli (`--xnli_language`), and `custom`: your own
+rte, wnli, ax (predict only, with an MNLI model), xnli (`--xnli_language`), the CLUE classification tasks
+afqmc, tnews, iflytek, cmnli, ocnli, csl, cluewsc2020 (the JSON-lines files of CLUE's `<task>_public.zip`),
+chnsenticorp (ERNIE's / PaddleNLP's TSV files), and `custom`: your own
 train/dev/test .tsv/.csv/.jsonl files with `--text_a_column`, `--text_b_column`, `--label_column`,
 `--id_column`, `--label_list` or `--regression`. Or, instead of --task_name, `--tfds_name=glue/mrpc` (any GLUE
 config, or another TFDS set with `--text_a_column`...) reads TensorFlow Datasets into --data_dir (TFDS's
@@ -18,7 +20,8 @@ a long single text are kept (head, tail, head+tail).
 Writes to --output_dir: model.ckpt-N (training), eval_results.txt (eval_accuracy, eval_loss, the task's GLUE
 metrics such as eval_f1 / eval_mcc / eval_pearson / eval_spearman, global_step, loss; MNLI adds
 eval_mismatched_*), test_results.tsv (one line of class probabilities, or the score, per test example;
-MNLI's mismatched test set: test_mismatched_results.tsv) and the GLUE leaderboard file ({TASK}.tsv).
+MNLI's mismatched test set: test_mismatched_results.tsv) and the GLUE leaderboard file ({TASK}.tsv) or CLUE's
+({task}_predict.json: a JSON line {"id": ..., "label": ...} per line of test.json; e.g. tnews11_predict.json).
 
 The flags map onto `bert_tf.training.finetuning_run.RunOptions` and `bert_tf.training.classifier_run.ClassifierTask`
 (same names); the run is `classifier_run.run_classifier`, which a notebook calls the same way.
@@ -33,7 +36,8 @@ from bert_tf.training.classifier_run import ClassifierTask, run_classifier
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(finetuning_flags)  # its flags in --help, not only in --helpfull
 flags.mark_flag_as_required("data_dir")
-flags.DEFINE_string("task_name", None, "The name of the task to train: a GLUE task, xnli, or custom.")
+flags.DEFINE_string("task_name", None, "The name of the task to train: a GLUE task, xnli, a CLUE task (afqmc, "
+                    "tnews, iflytek, cmnli, ocnli, csl, cluewsc2020), chnsenticorp, or custom.")
 flags.DEFINE_string("tfds_name", None, "Instead of --task_name: a TensorFlow Datasets name (glue/mrpc, glue/mnli, "
                     "imdb_reviews, ...) read with TFDS's feature names (others: --text_a_column ...) into "
                     "--data_dir, TFDS's data directory. Needs tensorflow-datasets and, the first time, network.")

@@ -1,14 +1,14 @@
 """A whole sentence(-pair) classification or regression fine-tuning run: what run_classifier.py runs,
-callable from Python. The task is a GLUE / XNLI task, your own table files (`task_name="custom"`) or a
-TensorFlow Datasets set (`tfds_name`); the run's frame (checks, weights, training, best checkpoint) is
-`finetuning_run`'s.
+callable from Python. The task is a GLUE / XNLI task, a CLUE task or ChnSentiCorp, your own table files
+(`task_name="custom"`) or a TensorFlow Datasets set (`tfds_name`); the run's frame (checks, weights, training,
+best checkpoint) is `finetuning_run`'s.
 
     options = RunOptions(output_dir="out", config=config, vocab_file="vocab.txt", init_checkpoint="bert_dir",
                          do_train=True, do_eval=True, training=FineTuningOptions(num_train_epochs=2))
     results = run_classifier(options, ClassifierTask(data_dir="glue/MRPC", task_name="mrpc"))
 
 Writes what the command writes in output_dir: model.ckpt-N, eval_results.txt, labels.txt, test_results.tsv
-and a GLUE task's leaderboard file.
+and a GLUE or CLUE task's leaderboard file.
 """
 
 import dataclasses
@@ -19,6 +19,7 @@ from absl import logging
 from bert_tf import run_directory
 from bert_tf.data import packing
 from bert_tf.data.tasks import classification
+from bert_tf.data.tasks import clue as clue_tasks
 from bert_tf.data.tasks import glue as glue_tasks
 from bert_tf.data.tasks import tfds as tfds_tasks
 from bert_tf.evaluation import glue_metrics
@@ -33,7 +34,8 @@ class ClassifierTask:
     """The task's data and head.
 
     data_dir: the folder of its train/dev/test files (TFDS: where the set is written).
-    task_name: a GLUE task (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, ax), xnli, or custom: your
+    task_name: a GLUE task (cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, ax), xnli, a Chinese task
+      (clue.PROCESSORS: afqmc, tnews, iflytek, cmnli, ocnli, csl, cluewsc2020, chnsenticorp), or custom: your
       own train/dev/test .tsv/.csv/.jsonl files read by columns; or tfds_name: a TensorFlow Datasets set
       (one of the two).
     text_a_column, text_b_column, label_column, id_column, label_list, regression: custom (and non-GLUE TFDS)
@@ -69,11 +71,14 @@ class ClassifierTask:
                                                        self.id_column, self.label_list, self.regression)
             processor.infer_labels(self.data_dir)
             return processor
+        if name in clue_tasks.PROCESSORS:
+            return clue_tasks.PROCESSORS[name]()
         try:
             return glue_tasks.get_processor(name, **({"language": self.xnli_language} if name == "xnli" else {}))
         except glue_tasks.UnknownTaskError as e:
-            raise ValueError(f"{e}, or custom: task_name=custom reads your own train/dev/test files (.tsv, .csv or "
-                             ".jsonl in data_dir) with text_a_column, text_b_column, label_column") from None
+            raise ValueError(f"{e}, a Chinese task ({', '.join(clue_tasks.PROCESSORS)}), or custom: task_name=custom "
+                             "reads your own train/dev/test files (.tsv, .csv or .jsonl in data_dir) with "
+                             "text_a_column, text_b_column, label_column") from None
 
 
 class ClassifierRun:
@@ -130,7 +135,8 @@ class ClassifierRun:
         return results
 
     def predict(self, tuner, split):
-        """Writes test_results.tsv (probabilities or scores) and, for a GLUE task, the leaderboard file."""
+        """Writes test_results.tsv (probabilities or scores) and, for a GLUE or CLUE task, the leaderboard file
+        (the processor's write_submission, GLUE's by default)."""
         processor, output_dir = self.processor, self.options.output_dir
         examples, features = self.features_of(split)
         outputs = tuner.predict(features, self.options.predict_batch_size)
@@ -145,7 +151,8 @@ class ClassifierRun:
                      len(rows), processor.results_columns())
         submission = getattr(processor, "submission_files", {}).get(split)
         if submission:
-            glue_tasks.write_submission(os.path.join(output_dir, submission), examples, predictions)
+            write_submission = getattr(processor, "write_submission", glue_tasks.write_submission)
+            write_submission(os.path.join(output_dir, submission), examples, predictions)
             logging.info("Wrote the leaderboard file %s", submission)
 
 
