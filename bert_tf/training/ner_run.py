@@ -1,15 +1,16 @@
-"""A whole named-entity-recognition (token classification) fine-tuning run: what run_ner.py runs, callable
-from Python. The task's sentences are CoNLL files (`word ... tag` per line, a blank line between sentences);
-each word's label is predicted at its first word piece (Devlin et al. 2019, section 5.3). The run's frame
-(checks, weights, training, best checkpoint) is `finetuning_run`'s.
+"""A whole token-classification fine-tuning run (named entities, Chinese word segmentation, part of speech):
+what run_ner.py runs, callable from Python. The task's sentences are CoNLL files (`word ... tag` per line, a
+blank line between sentences) or People's Daily files (`word/TAG` items, a sentence per line); each word's label
+is predicted at its first word piece (Devlin et al. 2019, section 5.3). The run's frame (checks, weights,
+training, best checkpoint) is `finetuning_run`'s.
 
     options = RunOptions(output_dir="out", config=config, vocab_file="vocab.txt", init_checkpoint="bert_dir",
                          do_train=True, do_eval=True, training=FineTuningOptions(num_train_epochs=3))
     results = run_ner(options, TaggingTask(data_dir="wnut16"))
 
-Writes what the command writes in output_dir: model.ckpt-N, labels.txt, eval_results.txt (entity-level
-eval_precision / eval_recall / eval_f1 as conlleval computes them, token eval_accuracy, eval_loss),
-eval_predictions.txt and test_predictions.txt (`word [gold] predicted` per line: conlleval's input).
+Writes what the command writes in output_dir: model.ckpt-N, labels.txt, eval_results.txt (the scheme's
+scores, `TaggingRun.scores`, and eval_loss), eval_predictions.txt and test_predictions.txt (`word [gold]
+predicted` per line: conlleval's input).
 """
 
 import dataclasses
@@ -19,8 +20,8 @@ import numpy as np
 from absl import logging
 
 from bert_tf import run_directory
-from bert_tf.data.tasks import tagging
-from bert_tf.evaluation import conlleval
+from bert_tf.data.tasks import peoples_daily, tagging
+from bert_tf.evaluation import conlleval, segmentation
 from bert_tf.evaluation.probabilities import softmax_cross_entropy
 from bert_tf.feature_schema import LABEL_IDS, LAYER_FEATURES
 from bert_tf.modeling.tasks.feature_tagger import BertFeatureTagger
@@ -32,8 +33,12 @@ from bert_tf.training import distribute, finetuning_run
 class TaggingTask:
     """The task's files and tagger.
 
-    data_dir: the folder of train_file, dev_file and test_file (CoNLL format; BIO, IOB1 or IOBES tags; the
-      test file's tags optional). The labels are the training file's tags.
+    data_dir: the folder of train_file, dev_file and test_file (the test file's tags optional). The labels are
+      the training file's tags.
+    tag_scheme: tagging.SCHEMES: "entities" (BIO, IOB1 or IOBES tags), "segmentation" (B/M/E/S per character)
+      or "pos" (any tag per word).
+    input_format: "conll" (a word per line) or "peoples_daily" (`word/TAG` items, read for the scheme by
+      `bert_tf.data.tasks.peoples_daily`).
     feature_based: the feature-based approach (the paper's Table 7): the encoder is frozen, the activations
       of `feature_layers` (BertFeatureTagger's choices, e.g. concat_last_four) are computed once per training
       sentence and a BiLSTM tagger trains on them.
@@ -44,6 +49,8 @@ class TaggingTask:
     train_file: str = "train.txt"
     dev_file: str = "dev.txt"
     test_file: str = "test.txt"
+    tag_scheme: str = "entities"
+    input_format: str = "conll"
     feature_based: bool = False
     feature_layers: str = "concat_last_four"
     head: dict = dataclasses.field(default_factory=dict)
@@ -53,6 +60,18 @@ class TaggingTask:
         if self.feature_based:
             return BertFeatureTagger(config, num_labels, self.feature_layers, **self.head)
         return BertTokenClassifier(config, num_labels, **self.head)
+
+    def read(self, name):
+        """The sentences of the file `name` in data_dir."""
+        path = os.path.join(self.data_dir, name)
+        if self.input_format == "conll":
+            return tagging.read_conll(path, self.tag_scheme)
+        if self.input_format == "peoples_daily":
+            return peoples_daily.read_peoples_daily(path, self.tag_scheme)
+        raise ValueError(f"input_format={self.input_format!r} is not one of {', '.join(INPUT_FORMATS)}")
+
+
+INPUT_FORMATS = ("conll", "peoples_daily")
 
 
 class TaggingRun:
@@ -68,14 +87,15 @@ class TaggingRun:
     def sentences(self, name):
         """The sentences of the file `name` in data_dir, read once."""
         if name not in self._sentences:
-            self._sentences[name] = tagging.read_conll(os.path.join(self.task.data_dir, name))
+            self._sentences[name] = self.task.read(name)
         return self._sentences[name]
 
     def features_of(self, name):
         """(features, word positions) of the sentences of file `name`, converted once."""
         if name not in self._features:
             self._features[name] = tagging.convert_sentences(self.sentences(name), self.labels,
-                                                             self.options.max_seq_length, self.tokenizer)
+                                                             self.options.max_seq_length, self.tokenizer,
+                                                             self.task.tag_scheme)
         return self._features[name]
 
     def predict(self, tuner, name, batch_size):
@@ -83,26 +103,47 @@ class TaggingRun:
         features, positions = self.features_of(name)
         logits = tuner.predict(features, batch_size)
         sentences = self.sentences(name)
-        return sentences, tagging.predicted_tags(logits, positions, self.labels, sentences), logits, features
+        predicted = tagging.predicted_tags(logits, positions, self.labels, sentences,
+                                           tagging.TRUNCATED_TAG[self.task.tag_scheme])
+        return sentences, predicted, logits, features
+
+    def scores(self, sentences, predicted):
+        """The dev scores of the tag scheme, as eval_results.txt's keys:
+          entities: conlleval's entity-level eval_precision / eval_recall / eval_f1, token eval_accuracy;
+          segmentation: word-level eval_precision / eval_recall / eval_f1, eval_oov_rate / eval_oov_recall /
+            eval_iv_recall (OOV: gold words not in the training file), as SIGHAN's score script;
+          pos: eval_accuracy, the share of words with the gold tag."""
+        gold = [s.tags for s in sentences]
+        scheme = self.task.tag_scheme
+        if scheme == "pos":
+            words = sum(len(tags) for tags in gold)
+            correct = sum(g == p for tags, guess in zip(gold, predicted) for g, p in zip(tags, guess))
+            logging.info("%d of %d words tagged correctly", correct, words)
+            return {"eval_accuracy": correct / words}
+        if scheme == "segmentation":
+            dictionary = {word for s in self.sentences(self.task.train_file)
+                          for word in segmentation.words_of(s.words, s.tags)}
+            scores = segmentation.evaluate([s.words for s in sentences], gold, predicted, dictionary)
+            logging.info("segmentation of %s: %s", self.task.dev_file, scores)
+            return {"eval_precision": scores.precision, "eval_recall": scores.recall, "eval_f1": scores.f1,
+                    "eval_oov_rate": scores.oov_rate, "eval_oov_recall": scores.oov_recall,
+                    "eval_iv_recall": scores.iv_recall}
+        if tagging.is_iobes(self.labels):
+            gold, predicted = [conlleval.to_bio(t) for t in gold], [conlleval.to_bio(t) for t in predicted]
+        scores = conlleval.evaluate(gold, predicted)
+        logging.info("conlleval on %s:\n%s", self.task.dev_file, scores)
+        return {"eval_precision": scores.precision, "eval_recall": scores.recall, "eval_f1": scores.f1,
+                "eval_accuracy": scores.accuracy}
 
     def evaluate(self, tuner):
-        """eval_results.txt's dict of the dev file (conlleval's scores, token accuracy, loss); writes
-        eval_predictions.txt."""
-        dev_file = self.task.dev_file
-        sentences, predicted, logits, features = self.predict(tuner, dev_file, self.options.eval_batch_size)
-        gold = [s.tags for s in sentences]
-        if tagging.is_iobes(self.labels):
-            gold, predicted_bio = [conlleval.to_bio(t) for t in gold], [conlleval.to_bio(t) for t in predicted]
-        else:
-            predicted_bio = predicted
-        scores = conlleval.evaluate(gold, predicted_bio)
-        logging.info("conlleval on %s:\n%s", dev_file, scores)
+        """eval_results.txt's dict of the dev file (`scores`, eval_loss); writes eval_predictions.txt."""
+        sentences, predicted, logits, features = self.predict(tuner, self.task.dev_file, self.options.eval_batch_size)
         keep = features[LABEL_IDS] != tagging.IGNORE_LABEL
         loss = float(np.mean(softmax_cross_entropy(logits[keep], features[LABEL_IDS][keep])))
         tagging.write_predictions(os.path.join(self.options.output_dir, "eval_predictions.txt"), sentences,
                                   predicted)
-        return {"eval_precision": scores.precision, "eval_recall": scores.recall, "eval_f1": scores.f1,
-                "eval_accuracy": scores.accuracy, "eval_loss": loss, "loss": loss, "global_step": tuner.global_step}
+        return {**self.scores(sentences, predicted), "eval_loss": loss, "loss": loss,
+                "global_step": tuner.global_step}
 
     def training_features(self, tuner):
         """The training sentences' features; feature_based: with `layer_features` float32 [N, T, K, H], the
@@ -127,9 +168,9 @@ def run_ner(options, task, strategy=None, config_name="the config"):
     tokenizer = finetuning_run.start(options, strategy, config_name=config_name)
     run = TaggingRun(options, task, tokenizer)
     if options.do_eval or (options.do_train and options.best_metric):
-        tagging.check_tags(run.sentences(task.dev_file), run.labels)
+        tagging.check_tags(run.sentences(task.dev_file), run.labels, task.tag_scheme)
     if options.do_predict:
-        tagging.check_tags(run.sentences(task.test_file), run.labels)
+        tagging.check_tags(run.sentences(task.test_file), run.labels, task.tag_scheme)
     run_directory.write_labels(options.output_dir, run.labels)
     tuner = finetuning_run.create_finetuner(options, strategy, lambda: task.model(options.config, len(run.labels)))
     results = finetuning_run.train_and_evaluate(tuner, options, lambda: run.training_features(tuner),

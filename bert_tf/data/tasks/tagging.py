@@ -1,9 +1,15 @@
-"""Token classification (NER) data in the CoNLL format: reading, features, predictions.
+"""Token classification data in the CoNLL format: reading, features, predictions.
 
 CoNLL format: one word per line, its tag in the last whitespace-separated column (CoNLL-2003's
-`word POS chunk NER` and WNUT's `word<TAB>tag` both work), a blank line between sentences, `-DOCSTART-`
-lines ignored. Tags are `O` or `<prefix>-<type>` with prefix B, I (BIO / IOB1) or B, I, E, S (IOBES).
-A file to predict may have the words alone.
+`word POS chunk NER`, WNUT's `word<TAB>tag` and the one-character-per-line Chinese files of MSRA NER all
+work), a blank line between sentences, `-DOCSTART-` lines ignored. A file to predict may have the words alone.
+
+The tags follow one of SCHEMES: "entities" (`O` or `<prefix>-<type>` with prefix B, I (BIO / IOB1) or
+B, I, E, S (IOBES); scored by conlleval), "segmentation" (Chinese word segmentation: one character per word,
+tagged B / M / E / S for the begin, middle and end of a word and a single-character word; scored by word
+precision / recall / F1 as the SIGHAN bakeoff) or "pos" (any tag per word, e.g. part of speech; scored by
+accuracy). People's Daily `word/TAG` files are read by `bert_tf.data.tasks.peoples_daily` into the same
+sentences.
 
 Each word is split into word pieces; as in the BERT paper (section 5.3) the word's label is predicted at
 its first piece and the other pieces are ignored (label IGNORE_LABEL).
@@ -19,25 +25,51 @@ from bert_tf import atomic_io
 from bert_tf.data.text_lines import read_lines
 from bert_tf.feature_schema import IGNORE_LABEL, INPUT_IDS, INPUT_MASK, IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS
 
-_TAG = re.compile(r"^(O|[BIES]-\S+)$")
+SCHEMES = ("entities", "segmentation", "pos")
+_TAG_PATTERNS = {"entities": re.compile(r"^(O|[BIES]-\S+)$"), "segmentation": re.compile(r"^[BMES]$"),
+                 "pos": re.compile(r"^\S+$")}
+_TAG_HELP = {"entities": "O, B-X, I-X, E-X or S-X", "segmentation": "B, M, E or S", "pos": "a tag"}
+# The tag predicted for words beyond max_seq_length: outside any entity, a one-character word, no POS tag.
+TRUNCATED_TAG = {"entities": "O", "segmentation": "S", "pos": "O"}
+
+
+def check_scheme(scheme):
+    """ValueError unless `scheme` is one of SCHEMES."""
+    if scheme not in SCHEMES:
+        raise ValueError(f"tag scheme {scheme!r} is not one of {', '.join(SCHEMES)}")
+
+
+def check_tag(tag, scheme, where):
+    """ValueError naming `where` ("path:line") unless `tag` is a tag of `scheme`."""
+    if not _TAG_PATTERNS[scheme].match(tag):
+        raise ValueError(f"{where}: tag {tag!r} is not {_TAG_HELP[scheme]} (tag scheme {scheme})")
 
 
 @dataclasses.dataclass
 class TaggedSentence:
     """words: list of str; tags: list of str, or None when the file has no tags; source: "path:line" of the
-    first word (the others follow on the next lines)."""
+    first word; one_line: all the words are on that line (People's Daily), else word i is on line + i (CoNLL)."""
     words: list
     tags: list
     source: str
+    one_line: bool = False
+
+    def where(self, index):
+        """"path:line" of word `index`."""
+        if self.one_line:
+            return self.source
+        path, line = self.source.rsplit(":", 1)
+        return f"{path}:{int(line) + index}"
 
 
-def read_conll(path):
-    """The sentences of a CoNLL file.
+def read_conll(path, scheme="entities"):
+    """The sentences of a CoNLL file whose tags follow `scheme` (one of SCHEMES).
 
     Raises:
-      ValueError naming `path:line`: a tag that is not `O` / `B-X` / `I-X` / `E-X` / `S-X`, lines with and
-      without a tag column in the same file, invalid UTF-8; naming `path`: a file without sentences.
+      ValueError naming `path:line`: a tag not of the scheme, lines with and without a tag column in the same
+      file, invalid UTF-8; naming `path`: a file without sentences.
     """
+    check_scheme(scheme)
     sentences, words, tags, start, tagged = [], [], [], None, None
     for number, text in list(read_lines(path)) + [(None, "")]:
         fields = text.split()
@@ -51,8 +83,8 @@ def read_conll(path):
         if tagged != (len(fields) > 1):
             raise ValueError(f"{path}:{number}: {len(fields)} column(s), but the file's first word line had "
                              f"{'a tag' if tagged else 'no tag'}")
-        if tagged and not _TAG.match(fields[-1]):
-            raise ValueError(f"{path}:{number}: tag {fields[-1]!r} is not O, B-X, I-X, E-X or S-X")
+        if tagged:
+            check_tag(fields[-1], scheme, f"{path}:{number}")
         if not words:
             start = number
         words.append(fields[0])
@@ -68,17 +100,22 @@ def label_list(sentences):
     return ["O"] * ("O" in tags) + sorted(tags - {"O"})
 
 
-def check_tags(sentences, labels):
+def check_tags(sentences, labels, scheme="entities"):
     """ValueError naming `path:line` at the first tag of `sentences` that is not in `labels` (the training
     file's tags, `label_list`): the model cannot predict it, so a dev or test file with it cannot be scored.
-    Untagged sentences pass."""
+    Untagged sentences pass. Scheme "pos" only warns: a rare part of speech missing from the training file is
+    common, and its words simply count as errors (their label is IGNORE_LABEL in `convert_sentences`)."""
     known = set(labels)
-    for sentence in sentences:
-        for index, tag in enumerate(sentence.tags or ()):
-            if tag not in known:
-                path, line = sentence.source.rsplit(":", 1)
-                raise ValueError(f"{path}:{int(line) + index}: tag {tag!r} is not one of the training tags "
-                                 f"({' '.join(labels)})")
+    unknown = [(sentence, index) for sentence in sentences for index, tag in enumerate(sentence.tags or ())
+               if tag not in known]
+    if not unknown:
+        return
+    sentence, index = unknown[0]
+    message = f"{sentence.where(index)}: tag {sentence.tags[index]!r} is not one of the training tags"
+    if scheme != "pos":
+        raise ValueError(f"{message} ({' '.join(labels)})")
+    logging.warning("%s; %d word(s) have tags the training file lacks (%s): they cannot be predicted and count "
+                    "as errors", message, len(unknown), " ".join(sorted({s.tags[i] for s, i in unknown})))
 
 
 def is_iobes(labels):
@@ -86,12 +123,13 @@ def is_iobes(labels):
     return any(t[:2] in ("E-", "S-") for t in labels)
 
 
-def convert_sentences(sentences, labels, max_seq_length, tokenizer):
+def convert_sentences(sentences, labels, max_seq_length, tokenizer, scheme="entities"):
     """Sentences -> features for BertTokenClassifier.
 
     `[CLS] pieces [SEP]`, zero-padded; a word that tokenizes to nothing becomes [UNK] so every word has a
     first piece. Pieces beyond max_seq_length - 2 are dropped (their words are counted and logged, and
-    predicted "O"). A tag not in `labels` is a ValueError (`check_tags`).
+    predicted TRUNCATED_TAG). A tag not in `labels` is a ValueError, or for scheme "pos" a warning and the label
+    IGNORE_LABEL (`check_tags`).
 
     Returns:
       (features, word_positions): features {"input_ids", "input_mask", "segment_ids": int32 [N, T],
@@ -99,7 +137,7 @@ def convert_sentences(sentences, labels, max_seq_length, tokenizer):
       untagged sentences), "is_real_example": int32 [N]}; word_positions: per sentence, the position of
       each kept word's first piece.
     """
-    check_tags(sentences, labels)
+    check_tags(sentences, labels, scheme)
     label_map = {label: i for i, label in enumerate(labels)}
     n = len(sentences)
     features = {k: np.zeros((n, max_seq_length), np.int32) for k in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)}
@@ -115,7 +153,7 @@ def convert_sentences(sentences, labels, max_seq_length, tokenizer):
                 break
             positions.append(len(tokens))
             tag = sentence.tags[index] if sentence.tags else None
-            label_ids += [IGNORE_LABEL if tag is None else label_map[tag]] + [IGNORE_LABEL] * (len(pieces) - 1)
+            label_ids += [label_map.get(tag, IGNORE_LABEL)] + [IGNORE_LABEL] * (len(pieces) - 1)
             tokens += pieces
         tokens.append("[SEP]")
         label_ids.append(IGNORE_LABEL)
@@ -125,21 +163,21 @@ def convert_sentences(sentences, labels, max_seq_length, tokenizer):
         features[LABEL_IDS][row, :length] = label_ids
         word_positions.append(positions)
     if truncated_words:
-        logging.warning("%d word(s) did not fit in max_seq_length=%d and are predicted O", truncated_words,
-                        max_seq_length)
+        logging.warning("%d word(s) did not fit in max_seq_length=%d and get the tag of a truncated word (O, or S "
+                        "in segmentation)", truncated_words, max_seq_length)
     return features, word_positions
 
 
-def predicted_tags(logits, word_positions, labels, sentences):
-    """Per sentence, the predicted tag of every word: the argmax at its first piece, "O" for words that
-    were truncated away. logits: float [N, T, num_labels] (or label ids int [N, T])."""
+def predicted_tags(logits, word_positions, labels, sentences, truncated_tag="O"):
+    """Per sentence, the predicted tag of every word: the argmax at its first piece, `truncated_tag` for words
+    that were truncated away. logits: float [N, T, num_labels] (or label ids int [N, T])."""
     ids = np.asarray(logits)
     if ids.ndim == 3:
         ids = ids.argmax(-1)
     result = []
     for row, (positions, sentence) in enumerate(zip(word_positions, sentences)):
         tags = [labels[i] for i in ids[row, positions]]
-        result.append(tags + ["O"] * (len(sentence.words) - len(tags)))
+        result.append(tags + [truncated_tag] * (len(sentence.words) - len(tags)))
     return result
 
 
