@@ -301,3 +301,30 @@ def test_command_line_prints_the_official_json(tmp_path, capsys, monkeypatch):
     latin1.write_bytes('{"q1": "caf\u00e9"}'.encode("latin-1"))
     assert evaluate_squad.main([data_file, str(latin1)]) == 1
     assert f"{latin1}: the predictions file is not UTF-8 text" in capsys.readouterr().err
+
+
+def test_command_line_cmrc2018_metric_prints_the_official_line(tmp_path, capsys):
+    """--metric=cmrc2018: the CMRC 2018 script's one line (bert_tf/evaluation/cmrc.py; its formulas are tested
+    in test_cmrc_evaluate.py). q1: EM 1, F1 1; q2: 人民共和国 of 中华人民共和国, P = R = 5/7; q3: unanswered."""
+    questions = [("q1", ["《红楼梦》"]), ("q2", ["中华人民共和国"]), ("q3", ["北京"])]
+    data_file = _write(tmp_path / "cmrc2018_dev.json", {"version": "v1.0", "data": _dataset(questions, False)})
+    pred_file = _write(tmp_path / "predictions.json", {"q1": "红楼梦", "q2": "人民共和国成立"})
+    assert evaluate_squad.main(["--metric=cmrc2018", data_file, pred_file]) == 0
+    f1, em = 100 * (1 + 5 / 7) / 3, 100 / 3  # 57.142857..., 33.333...
+    assert capsys.readouterr().out == (f'{{"AVERAGE": "{(f1 + em) / 2:.3f}", "F1": "57.143", "EM": "33.333", '
+                                       f'"TOTAL": 3, "SKIP": 1, "FILE": {json.dumps(pred_file)}}}\n')
+    # The default is SQuAD's, which gives nothing here: 《》 are not ASCII punctuation, and an answer without
+    # spaces is one token.
+    assert evaluate_squad.main([data_file, pred_file]) == 0
+    assert json.loads(capsys.readouterr().out) == {"exact_match": 0.0, "f1": 0.0}
+
+    assert evaluate_squad.main(["--metric=cmrc2018", data_file, pred_file, "-n", pred_file]) == 1
+    assert capsys.readouterr().err == (f"Error: --na-prob-file={pred_file} is for the SQuAD 2.0 evaluation; "
+                                       "--metric=cmrc2018 has no null odds\n")
+    no_answers = _write(tmp_path / "test.json", {"data": _dataset([("q1", [])], False)})
+    assert evaluate_squad.main(["--metric=cmrc2018", no_answers, pred_file]) == 1
+    assert capsys.readouterr().err == (f"Error: {no_answers}: question q1 has no answers; the CMRC 2018 evaluation "
+                                       "needs at least one per question (it has no unanswerable questions)\n")
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate_squad.main(["--metric=drcd", data_file, pred_file])
+    assert exit_info.value.code == 2 and "invalid choice: 'drcd'" in capsys.readouterr().err

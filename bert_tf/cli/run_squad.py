@@ -19,8 +19,10 @@ original's: the training ones of training_flags.py (`--distribution_strategy`, `
 `--tfds_name` and `--data_dir` (TensorFlow Datasets input: `--tfds_name=squad/v1.1` or `squad/v2.0`
 instead of --train_file and --predict_file), and those of every fine-tuning script (finetuning_flags.py):
 `--best_metric=f1` evaluates --predict_file after every checkpoint and keeps the best weights in
-output_dir/best/, `--early_stopping_patience` stops when it no longer improves. Rerunning a killed command
-resumes from its last checkpoint.
+output_dir/best/, `--early_stopping_patience` stops when it no longer improves. `--cmrc2018_evaluation`
+scores Chinese reading comprehension in SQuAD format (CMRC 2018, DRCD; contexts without spaces need nothing
+else) with the official cmrc2018_evaluate.py's numbers too: its AVERAGE, F1, EM, TOTAL and SKIP beside SQuAD's
+keys (`--best_metric=F1` keeps the best CMRC F1). Rerunning a killed command resumes from its last checkpoint.
 
 The flags map onto `bert_tf.training.finetuning_run.RunOptions` and `bert_tf.training.squad_run.SquadTask`
 (same names); the run is `squad_run.run_squad`, which a notebook calls the same way.
@@ -53,6 +55,10 @@ flags.DEFINE_string("tfds_name", None, "Instead of --train_file and --predict_fi
                     "(squad/v1.1, squad/v2.0) whose train split trains and validation split is predicted and "
                     "evaluated, written as SQuAD JSON into --output_dir. Needs tensorflow-datasets and, the first "
                     "time, network.")
+flags.DEFINE_bool("cmrc2018_evaluation", False, "Also score the predictions with the CMRC 2018 evaluation "
+                  "(cmrc2018_evaluate.py: character F1 and EM; CMRC 2018, DRCD): its AVERAGE, F1, EM, TOTAL and SKIP "
+                  "beside SQuAD's keys in eval_results.json and the dev results of --best_metric. Not with "
+                  "--version_2_with_negative; needs nltk.")
 
 
 def main(_):

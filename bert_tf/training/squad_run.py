@@ -1,6 +1,7 @@
 """A whole SQuAD 1.1 / 2.0 fine-tuning and prediction run: what run_squad.py runs, callable from Python.
 Training reads the windows of each question's context (cached as TFRecords keyed by their settings);
-prediction writes the original's files and, when every question has answers, the official evaluation. The
+prediction writes the original's files and, when every question has answers, the official evaluation (with
+`cmrc2018_evaluation`, CMRC 2018's beside SQuAD's: Chinese CMRC 2018 / DRCD data in SQuAD format). The
 run's frame (checks, weights, training, best checkpoint) is `finetuning_run`'s.
 
     options = RunOptions(output_dir="out", config=config, vocab_file="vocab.txt", init_checkpoint="bert_dir",
@@ -22,6 +23,7 @@ from bert_tf.data.squad import records as squad_records
 from bert_tf.data.squad import tfds as squad_tfds
 from bert_tf.data.squad.examples import load_squad_json
 from bert_tf.data.squad.postprocess import RawResult, compute_predictions, write_predictions
+from bert_tf.evaluation import cmrc
 from bert_tf.evaluation.squad import evaluate, missing_answers
 from bert_tf.feature_schema import END_LOGITS, INPUT_NAMES, START_LOGITS
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
@@ -44,6 +46,10 @@ class SquadTask:
       without an answer; predict none when null score - best score > the threshold).
     cache_dir: where the windows' TFRecords are cached (default: output_dir). head: the span labeler's head
       options ({}: the original linear layer).
+    cmrc2018_evaluation: score the predictions with the CMRC 2018 evaluation too (evaluation/cmrc.py: character
+      F1 and EM, for CMRC 2018 and DRCD): its AVERAGE, F1, EM, TOTAL and SKIP join SQuAD's keys (exact_match, f1
+      or exact, f1, ...) in eval_results.json and in the dev results that best_metric reads (best_metric="F1":
+      CMRC's F1). SQuAD 1.1-style data only (CMRC 2018 has no unanswerable questions); needs nltk.
     """
     train_file: str = None
     predict_file: str = None
@@ -57,6 +63,7 @@ class SquadTask:
     null_score_diff_threshold: float = 0.0
     cache_dir: str = None
     head: dict = dataclasses.field(default_factory=dict)
+    cmrc2018_evaluation: bool = False
 
     def check(self, options):
         """The original's `validate_flags_or_throw` for `options` (a RunOptions) and this task, as
@@ -76,6 +83,11 @@ class SquadTask:
         if options.max_seq_length <= self.max_query_length + 3:
             raise ValueError(f"The max_seq_length ({options.max_seq_length}) must be greater than max_query_length "
                              f"({self.max_query_length}) + 3")
+        if self.cmrc2018_evaluation:
+            if self.version_2_with_negative:
+                raise ValueError("cmrc2018_evaluation scores answered questions only (CMRC 2018 has no "
+                                 "unanswerable ones); it does not go with version_2_with_negative")
+            cmrc.check_available()
 
 
 class SquadRun:
@@ -140,9 +152,12 @@ class SquadRun:
             task.version_2_with_negative, task.null_score_diff_threshold)
 
     def evaluation_of(self, predictions, null_odds):
-        """The SQuAD evaluation of `predictions` on the predict file (ValueError naming it when that fails)."""
+        """The SQuAD evaluation of `predictions` on the predict file, with cmrc2018_evaluation the CMRC 2018 one's
+        keys beside it (ValueError naming the file when that fails)."""
         predict_file, _, _, dataset_json = self.prediction_input()
         evaluation = evaluate(dataset_json, predictions, null_odds or None, predict_file)
+        if self.task.cmrc2018_evaluation:
+            evaluation.update(cmrc.evaluate(dataset_json, predictions, predict_file))
         logging.info("Evaluation of %s: %s", predict_file, json.dumps(evaluation))
         return evaluation
 
