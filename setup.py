@@ -28,9 +28,11 @@ setuptools.setup(
     ],
     extras_require={
         "tfds": ["tensorflow-datasets"],
-        "chinese": ["jieba==0.42.1"],  # create_pretraining_data.py --chinese_word_segmenter=jieba
+        # jieba: create_pretraining_data.py --chinese_word_segmenter=jieba; nltk: the CMRC 2018 evaluation
+        "chinese": ["jieba==0.42.1", "nltk==3.9.1"],
         # ruff: `make lint`; jax: the models on the JAX backend (tests/test_backends.py; tools/peer_venvs.JAX)
-        "test": ["pytest", "pytest-xdist", "tensorflow-datasets", "ruff==0.17.5", "jax[cpu]==0.10.2", "jieba==0.42.1"],
+        "test": ["pytest", "pytest-xdist", "tensorflow-datasets", "ruff==0.17.5", "jax[cpu]==0.10.2", "jieba==0.42.1",
+                 "nltk==3.9.1"],
         "bench": ["tokenizers"],  # HuggingFace tokenizers, for bench/bench_tokenizers.py only
     },
 )

