@@ -49,7 +49,8 @@ def test_the_learned_vocab_is_character_level_like_googles(chinese_vocab):
 @pytest.mark.slow
 def test_original_ours_and_in_graph_agree_on_real_chinese_lines(chinese_vocab):
     path, lines = chinese_vocab
-    lines = lines + ["１９９８年ＷＴＯ：Ｈｅｌｌｏ，世界！", "iPhone4S的电池 2000mAh，比HTC好~~~", "　全角空格\u3000与tab\t混排"]
+    lines = lines + ["１９９８年ＷＴＯ：Ｈｅｌｌｏ，世界！", "iPhone4S的电池 2000mAh，比HTC好~~~",
+                     "　全角空格\u3000与tab\t混排"]
     assert len(lines) >= 3500
     ours, theirs = FullTokenizer(path, do_lower_case=True), import_original("tokenization").FullTokenizer(path, True)
     expected = [theirs.tokenize(line) for line in lines]

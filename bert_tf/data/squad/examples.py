@@ -1,13 +1,18 @@
 """SQuAD v1.1 / v2.0 examples and features, built as the original `run_squad.py` builds them.
 
 Reading: the context is split on whitespace (space, tab, CR, LF, U+202F, exactly the original's set) into
-`doc_tokens`, with a char -> word offset map that places the character-based answers on words. Features:
+`doc_tokens`, with a char -> word offset map that places the character-based answers on words; one change
+from the original: each CJK character is a word of its own, as in the CMRC 2018 baseline. The original makes
+a Chinese paragraph without spaces one "word", which labels an answer at its first occurrence instead of at
+`answer_start`, searches the answer's pieces in time cubic in the paragraph's length, and labels the whole
+paragraph for an answer that starts or ends inside a word piece (e.g. "58" of "99∶58"; now that word).
+Features:
 the question (at most `max_query_length` word pieces) and a window of the context's word pieces,
 `[CLS] question [SEP] window [SEP]`; windows slide by `doc_stride` until the context is covered, and each
 token is marked "max context" in the window where it has the most context on both sides. Training labels
 are the answer's word-piece positions in the window, or 0 ([CLS]) when the window does not hold the whole
-answer or the question is impossible. For the same inputs the examples and features (unique ids included)
-equal the original's; `tests/test_squad_data.py` checks that against the original code.
+answer or the question is impossible. For the same inputs without CJK characters the examples and features
+(unique ids included) equal the original's; `tests/test_squad_data.py` checks that against the original code.
 
 Bad input is reported with the file and the question id: malformed JSON or a missing key raises
 ValueError; a training answer that cannot be found in its context at `answer_start` is skipped with a
@@ -19,6 +24,8 @@ import json
 
 from absl import logging
 
+from bert_tf.tokenization import is_cjk
+
 FIRST_UNIQUE_ID = 1000000000  # the original's first feature id
 
 
@@ -29,11 +36,13 @@ class SquadExample:
     Attributes:
       qas_id: the question's `id` (str).
       question_text: the question (str).
-      doc_tokens: the context split on whitespace (list of str).
+      doc_tokens: the context split on whitespace and around CJK characters (list of str).
       orig_answer_text: training only: the answer's text ("" for an impossible question), else None.
       start_position, end_position: training only: the answer's first and last index in `doc_tokens`
         (-1 for an impossible question), else None.
       is_impossible: training with `version_2_with_negative` only: the question has no answer.
+      glued: per doc token, True when it follows the previous one without whitespace (a CJK character or the
+        word next to one); None: all spaced.
     """
 
     qas_id: str
@@ -43,6 +52,12 @@ class SquadExample:
     start_position: int = None
     end_position: int = None
     is_impossible: bool = False
+    glued: list = None
+
+    def words_text(self, first, last):
+        """The doc tokens first..last joined as in the context: a space where it had whitespace, none between
+        glued words (so a Chinese span is a substring of its context)."""
+        return join_words(self.doc_tokens, self.glued, first, last)
 
 
 @dataclasses.dataclass
@@ -93,24 +108,34 @@ def is_whitespace(char):
 
 
 def split_context(text):
-    """Splits a context into words on `is_whitespace`.
+    """Splits a context into words on `is_whitespace`, and around each CJK character (a word of its own).
 
-    Returns (doc_tokens, char_to_word_offset): the words, and for every character of `text` the index of
-    the word it belongs to (a whitespace character maps to the word before it, -1 before the first word).
+    Returns (doc_tokens, char_to_word_offset, glued): the words; for every character of `text` the index of
+    the word it belongs to (a whitespace character maps to the word before it, -1 before the first word); per
+    word, True when no whitespace separates it from the previous word.
     """
-    doc_tokens, char_to_word_offset = [], []
+    doc_tokens, char_to_word_offset, glued = [], [], []
     previous_is_whitespace = True
     for char in text:
         if is_whitespace(char):
             previous_is_whitespace = True
         else:
-            if previous_is_whitespace:
+            if previous_is_whitespace or is_cjk(char) or is_cjk(doc_tokens[-1][-1]):
+                glued.append(bool(doc_tokens) and not previous_is_whitespace)
                 doc_tokens.append(char)
             else:
                 doc_tokens[-1] += char
             previous_is_whitespace = False
         char_to_word_offset.append(len(doc_tokens) - 1)
-    return doc_tokens, char_to_word_offset
+    return doc_tokens, char_to_word_offset, glued
+
+
+def join_words(doc_tokens, glued, first, last):
+    """doc_tokens[first..last] joined with a space, or nothing before a glued word (`split_context`)."""
+    text = doc_tokens[first]
+    for index in range(first + 1, last + 1):
+        text += ("" if glued and glued[index] else " ") + doc_tokens[index]
+    return text
 
 
 def read_json(path, what):
@@ -160,7 +185,7 @@ def iterate_questions(articles, path):
                 yield context, qa
 
 
-def _locate_answer(qa, context, doc_tokens, char_to_word_offset):
+def _locate_answer(qa, context, doc_tokens, char_to_word_offset, glued):
     """(start word, end word, None) of the first answer, or (None, None, reason) when its text is not in the
     context at `answer_start` (the original's test: the whitespace-normalised answer must occur in the
     words that `answer_start` and its length cover)."""
@@ -174,7 +199,7 @@ def _locate_answer(qa, context, doc_tokens, char_to_word_offset):
         return None, None, (f"answer {text!r:.40} at answer_start={offset} is empty or outside the "
                             f"context of {len(context)} characters")
     start, end = char_to_word_offset[offset], char_to_word_offset[end_char]
-    actual = " ".join(doc_tokens[max(start, 0):end + 1])
+    actual = join_words(doc_tokens, glued, max(start, 0), end) if end >= 0 else ""
     if start < 0 or cleaned not in actual:
         return None, None, f"answer {cleaned!r:.60} is not in the context at answer_start={offset}: {actual!r:.60}"
     return start, end, None
@@ -198,8 +223,8 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
         seen.add(qas_id)
         if context not in contexts:
             contexts = {context: split_context(context)}
-        doc_tokens, char_to_word_offset = contexts[context]
-        example = SquadExample(qas_id, qa["question"], doc_tokens)
+        doc_tokens, char_to_word_offset, glued = contexts[context]
+        example = SquadExample(qas_id, qa["question"], doc_tokens, glued=glued)
         if is_training:
             example.is_impossible = bool(qa.get("is_impossible", False))
             if example.is_impossible and not version_2_with_negative:
@@ -213,7 +238,7 @@ def read_squad_examples(input_file, is_training, version_2_with_negative=False):
                                  f"{len(answers) if isinstance(answers, list) else 'no'} answers; for training "
                                  "each question needs exactly 1 answer (or is_impossible with SQuAD 2.0)")
             else:
-                start, end, reason = _locate_answer(qa, context, doc_tokens, char_to_word_offset)
+                start, end, reason = _locate_answer(qa, context, doc_tokens, char_to_word_offset, glued)
                 if reason:
                     logging.warning("%s: skipping question %s: %s", input_file, qas_id, reason)
                     skipped.append((qas_id, reason))

@@ -119,8 +119,8 @@ def _span_text(example, feature, start, end, do_lower_case):
     """The original text of the word pieces [start, end] of a window."""
     tok_text = " ".join(feature.tokens[start:end + 1]).replace(" ##", "").replace("##", "")
     tok_text = " ".join(tok_text.strip().split())
-    orig_words = example.doc_tokens[feature.token_to_orig_map[start]:feature.token_to_orig_map[end] + 1]
-    return get_final_text(tok_text, " ".join(orig_words), do_lower_case)
+    orig_text = example.words_text(feature.token_to_orig_map[start], feature.token_to_orig_map[end])
+    return get_final_text(tok_text, orig_text, do_lower_case)
 
 
 def compute_predictions(examples, features, results, n_best_size, max_answer_length, do_lower_case,

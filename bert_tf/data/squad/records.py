@@ -45,7 +45,7 @@ from bert_tf.feature_schema import (
 )
 from bert_tf.progress import Progress
 
-CACHE_FORMAT_VERSION = 1
+CACHE_FORMAT_VERSION = 2  # 2: CJK characters are words of their own (examples.split_context)
 TRAINING_SHUFFLE_SEED = 12345  # the original shuffles the training examples with random.Random(12345)
 
 
