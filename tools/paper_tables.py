@@ -1,5 +1,6 @@
-"""The Markdown tables of tools/reproduce_paper.sh: Tables 5, 6 and 7 of Devlin et al. 2019 at small scale,
-from the results its runs wrote under OUTPUT_DIR (rows whose runs are missing are left out).
+"""The Markdown tables of tools/reproduce_paper.sh: Tables 5, 6 and 7 of Devlin et al. 2019 at small scale, and
+the Chinese whole-word masking table (Cui et al. 2019), from the results its runs wrote under OUTPUT_DIR (rows
+whose runs are missing are left out).
 
     python tools/paper_tables.py OUTPUT_DIR
 
@@ -7,12 +8,19 @@ Each cell is the mean over the fine-tuning seeds and, after ±, their sample sta
 number of seeds in brackets. F1 and accuracy are in percent, perplexity as is.
 """
 
+import collections
+import csv
 import glob
 import json
 import math
 import os
+import re
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bert_tf.evaluation import cmrc
 
 FEATURE_ROWS = [("fine_tuning", "Fine-tuning (all layers)"), ("embeddings", "Embeddings"),
                 ("second_to_last", "Second-to-last hidden"), ("last", "Last hidden"),
@@ -98,12 +106,66 @@ def table6(out):
     return lines
 
 
+WWM_ROWS = [("char", "Character masking (BERT's Chinese data)"), ("wwm", "Whole-word masking (jieba's words)")]
+WWM_COLUMNS = [("sentiment", "eval_accuracy", 100), ("entities", "eval_f1", 100), ("segmentation", "eval_f1", 100),
+               ("pos", "eval_accuracy", 100), ("cloze", "F1", 1), ("cloze", "EM", 1)]
+
+
+def chinese_baselines(out):
+    """The baselines' cells of table wwm, in WWM_COLUMNS order (None where there is none): the training
+    majority label's share of the sentiment dev set, tools/tagging_baselines.py's dictionary baselines, and the
+    context's first sentence as the answer of every cloze question (CMRC 2018 F1 and EM)."""
+    data = os.path.join(out, "data", "chinese")
+    cells = [None] * len(WWM_COLUMNS)
+    sentiment = os.path.join(data, "finetuning", "sentiment")
+    if os.path.exists(os.path.join(sentiment, "dev.tsv")):
+        def labels(name):
+            with open(os.path.join(sentiment, name), encoding="utf-8") as f:
+                return [row["label"] for row in csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)]
+        majority = collections.Counter(labels("train.tsv")).most_common(1)[0][0]
+        dev = labels("dev.tsv")
+        cells[0] = 100 * dev.count(majority) / len(dev)
+    baselines = os.path.join(out, "tablewwm", "baselines.json")
+    if os.path.exists(baselines):
+        with open(baselines, encoding="utf-8") as f:
+            values = json.load(f)
+        cells[1:4] = [100 * values["entities"]["eval_f1"], 100 * values["segmentation"]["eval_f1"],
+                      100 * values["pos"]["eval_accuracy"]]
+    cloze = os.path.join(data, "cloze", "dev-v1.1.json")
+    if os.path.exists(cloze):
+        with open(cloze, encoding="utf-8") as f:
+            dataset = json.load(f)["data"]
+        first = {qa["id"]: re.split("(?<=[。！？])", paragraph["context"])[0]
+                 for article in dataset for paragraph in article["paragraphs"] for qa in paragraph["qas"]}
+        results = cmrc.evaluate(dataset, first)
+        cells[4:6] = [results["F1"], results["EM"]]
+    return cells
+
+
+def tablewwm(out):
+    lines = ["| Pretraining | held-out masked LM accuracy | sentiment accuracy | NER F1 | segmentation F1 | "
+             "POS accuracy | cloze F1 (CMRC) | cloze EM (CMRC) |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    baseline = chinese_baselines(out)
+    if any(value is not None for value in baseline):
+        lines.append("| No pretrained model: majority / dictionary / first sentence | – | "
+                     + " | ".join("–" if value is None else f"{value:.1f}" for value in baseline) + " |")
+    for key, name in WWM_ROWS:
+        directory = os.path.join(out, "tablewwm", key)
+        cells = [cell(seed_values(os.path.join(directory, task), metric, scale)) for task, metric, scale in WWM_COLUMNS]
+        accuracy = (read_results(os.path.join(directory, "pretraining")) or {}).get("masked_lm_accuracy")
+        if accuracy is not None or any(c != "–" for c in cells):
+            lines.append(f"| {name} | {'–' if accuracy is None else f'{100 * accuracy:.1f}'} | " + " | ".join(cells)
+                         + " |")
+    return lines
+
+
 def main(argv):
     if len(argv) != 2 or not os.path.isdir(argv[1]):
         sys.exit("usage: python tools/paper_tables.py OUTPUT_DIR (the directory tools/reproduce_paper.sh wrote)")
     for title, lines in (("Table 7 (feature-based NER)", table7(argv[1])),
                          ("Table 5 (pretraining tasks)", table5(argv[1])),
-                         ("Table 6 (model size)", table6(argv[1]))):
+                         ("Table 6 (model size)", table6(argv[1])),
+                         ("Chinese: whole-word vs character masking", tablewwm(argv[1]))):
         if len(lines) > 2:
             print(f"### {title}\n\n" + "\n".join(lines) + "\n")
 
