@@ -250,6 +250,7 @@ def test_a_bad_line_names_its_file_and_line(tmp_path, task, name, text, error):
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended  # run_classifier.py end to end: test_finetuning_scripts.py's GLUE runs in make test
 def test_run_classifier_on_tnews(tiny_model_dir, tmp_path):
     """run_classifier.py --task_name=tnews: training, dev accuracy and CLUE's leaderboard file, whose labels are
     the most probable ones of test_results.tsv."""
