@@ -261,6 +261,15 @@ BASH_NOT_RUN = {
                                                                          "the tables from real result files",
     "docs/export_and_serving.md#tf-serving-1": "needs docker and the tensorflow/serving image (the SavedModels "
                                                "load in a clean venv in tests/test_export*.py)",
+    "docs/chinese.md#vocabulary-and-model-1": "TINY_FLAGS' --vocab_size=2000 cannot hold the corpus's 5,000+ "
+                                              "characters; test_chinese_tokenization.py learns a vocab from the "
+                                              "same text and test_make_finetuning_data.py writes the corpus",
+    "docs/chinese.md#whole-word-masking-1": "needs the vocab above; test_chinese_wwm.py masks People's Daily with "
+                                            "jieba's words",
+    "docs/chinese.md#word-segmentation-pos-and-ner-1": "a full epoch of 38,455 sentences; test_chinese_tagging.py "
+                                                       "runs run_ner.py on People's Daily with a tiny model",
+    "docs/chinese.md#cmrc-2018-and-drcd-1": "4,000 questions; test_cmrc_evaluate.py runs run_squad.py "
+                                            "--cmrc2018_evaluation on a tiny model",
 }
 # Appended to each command of a script (absl: the last value of a flag wins): a tiny configuration.
 TINY_FLAGS = {
