@@ -20,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bert_tf.data.tasks.peoples_daily import read_peoples_daily
+from bert_tf.data.tasks.peoples_daily import read_peoples_daily, segmentation_tags
 from bert_tf.evaluation import conlleval, segmentation
 
 
@@ -40,12 +40,9 @@ def segmentation_baseline(train, evaluated):
     """SegmentationScores of maximum matching with the training words."""
     words = {w for s in train for w in segmentation.words_of(s.words, s.tags)}
     longest = max(map(len, words))
-    predicted = []
-    for sentence in evaluated:
-        tags = []
-        for start, end in forward_maximum_matching(sentence.words, words, longest):
-            tags += ["S"] if end - start == 1 else ["B"] + ["M"] * (end - start - 2) + ["E"]
-        predicted.append(tags)
+    predicted = [segmentation_tags(["".join(sentence.words[start:end]) for start, end in
+                                    forward_maximum_matching(sentence.words, words, longest)])
+                 for sentence in evaluated]
     return segmentation.evaluate([s.words for s in evaluated], [s.tags for s in evaluated], predicted, words)
 
 
