@@ -14,6 +14,8 @@ keep the names and pins as they are to reuse the venvs already built.
     sentence_transformers_python()    tools/sentence_transformers_reference.py and bench/bench_embeddings.py
     keras_hub_python()                bench/bench_embeddings.py's KerasHub peer (tests/test_interop.py's venv)
     keras_hub_jax_python()            bench/bench_models.py's KerasHub-on-JAX peer
+    hf_trainer_python()               bench/bench_finetune.py's HF Trainer peer (torch, transformers, accelerate,
+                                      datasets)
     tensorflow_text_python()          the export tests' client (tests/helpers/exports.py)
 
 tools/ is the lower layer: bench/ imports it, it never imports bench/. Standard library only at import time
@@ -35,6 +37,9 @@ MODEL_GARDEN_DEPENDENCIES = ["gin-config==0.5.0", "scipy==1.17.1"]  # + tensorfl
 SERVING_PINS = [TORCH, TRANSFORMERS, ONNX, ONNXRUNTIME]
 SENTENCE_TRANSFORMERS_PINS = [TORCH, TRANSFORMERS, SENTENCE_TRANSFORMERS]
 JAX = "jax[cpu]==0.10.2"  # also the test extra's (setup.py)
+ACCELERATE = "accelerate==1.16.0"  # what transformers' Trainer needs
+DATASETS = "datasets==5.2.0"  # the tokenization `map` of HF's fine-tuning examples
+HF_TRAINER_PINS = [TORCH, TRANSFORMERS, ACCELERATE, DATASETS]
 
 
 def joined(pins):
@@ -85,6 +90,13 @@ def sentence_transformers_python():
     """sentence-transformers on torch: torch, transformers, sentence-transformers (SENTENCE_TRANSFORMERS_PINS)."""
     return pinned_venv_python(f"bert_tf_sentence_transformers_venv-{python_release()}-"
                               f"{joined(SENTENCE_TRANSFORMERS_PINS)}", SENTENCE_TRANSFORMERS_PINS)
+
+
+def hf_trainer_python():
+    """transformers' Trainer on torch, as HF's fine-tuning examples run it: torch, transformers, accelerate,
+    datasets (HF_TRAINER_PINS)."""
+    return pinned_venv_python(f"bert_tf_hf_trainer_venv-{python_release()}-{joined(HF_TRAINER_PINS)}",
+                              HF_TRAINER_PINS)
 
 
 def keras_hub_pins():
