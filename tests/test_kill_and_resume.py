@@ -1,5 +1,6 @@
 """SIGKILL at 30 moments of pretraining and fine-tuning (inside the state save, the export of the weights,
-the `checkpoint` index, the dev evaluation, the best/ swap, at random times), then the same command again:
+the `checkpoint` index, the dev evaluation, the best/ swap, at random times; fine-tuning with shuffled and with
+length-grouped batches), then the same command again:
 every rerun must end as a run that was never interrupted, with the same final weights, `checkpoint`
 naming the final step, best/ holding the best evaluated step, and the same dev evaluations.
 
@@ -219,7 +220,7 @@ def test_pretraining_on_jax_killed_then_rerun_ends_as_an_uninterrupted_run(jax_p
 
 # ------------------------------------------------------------------------------------------- fine-tuning
 
-def finetuning_run(tmp_path_factory, tiny_model_dir, env):
+def finetuning_run(tmp_path_factory, tiny_model_dir, env, group_by_length=False):
     directory = tmp_path_factory.mktemp("kill_finetuning")
     rows = ["label\tmessage", "spam\tWIN a free prize now", "ham\tsee you at five", "spam\tclaim your cash",
             "ham\tok thanks", "ham\tcall me later", "spam\tfree cash now", "ham\tsee you"]
@@ -231,17 +232,19 @@ def finetuning_run(tmp_path_factory, tiny_model_dir, env):
         **tiny_model_dir, "task_name": "custom", "text_a_column": "message", "data_dir": data, "do_train": True,
         "do_eval": True, "max_seq_length": 32, "train_batch_size": 7, "num_train_epochs": 2,
         "save_checkpoints_steps": 2, "iterations_per_loop": 1, "best_metric": "eval_loss", "learning_rate": 1e-3,
-        "seed": 1}, env)
+        "seed": 1, "group_by_length": group_by_length}, env)
 
 
-@pytest.fixture(scope="module")
-def finetuning(tmp_path_factory, tiny_model_dir):
-    return finetuning_run(tmp_path_factory, tiny_model_dir, ENV)
+# Each fine-tuning case runs with shuffled batches and with length-grouped ones (--group_by_length: 3 batches an
+# epoch, 6 steps cross an epoch's end).
+@pytest.fixture(scope="module", params=[False, True], ids=["shuffled", "grouped"])
+def finetuning(tmp_path_factory, tiny_model_dir, request):
+    return finetuning_run(tmp_path_factory, tiny_model_dir, ENV, request.param)
 
 
-@pytest.fixture(scope="module")
-def jax_finetuning(tmp_path_factory, tiny_model_dir):
-    return finetuning_run(tmp_path_factory, tiny_model_dir, JAX_ENV)
+@pytest.fixture(scope="module", params=[False, True], ids=["shuffled", "grouped"])
+def jax_finetuning(tmp_path_factory, tiny_model_dir, request):
+    return finetuning_run(tmp_path_factory, tiny_model_dir, JAX_ENV, request.param)
 
 
 def check_finetuning_case(run_and_outcome, directory, case, env):

@@ -56,9 +56,11 @@ def test_loss_is_the_mean_of_start_and_end_cross_entropy(tiny_config):
     model = BertSpanLabeler(tiny_config)
     features, labels = inputs(tiny_config)
     outputs = model(features)
-    start = -np.take_along_axis(log_softmax(outputs["start_logits"].numpy()), labels["start_positions"][:, None], 1)
-    end = -np.take_along_axis(log_softmax(outputs["end_logits"].numpy()), labels["end_positions"][:, None], 1)
-    expected = (start.mean() + end.mean()) / 2  # the original's total_loss
+    padding = np.where(features["input_mask"] == 1, 0.0, -np.inf)  # out of the softmax (the original: in it)
+    start = -np.take_along_axis(log_softmax(outputs["start_logits"].numpy() + padding),
+                                labels["start_positions"][:, None], 1)
+    end = -np.take_along_axis(log_softmax(outputs["end_logits"].numpy() + padding), labels["end_positions"][:, None], 1)
+    expected = (start.mean() + end.mean()) / 2  # the original's total_loss, over the real positions
     assert float(model.compute_loss({**features, **labels}, None, outputs)) == pytest.approx(expected, rel=1e-5)
     assert float(model.compute_loss(features, labels, outputs)) == pytest.approx(expected, rel=1e-5)
     real = {**features, **labels, "is_real_example": (np.arange(BATCH) < 9).astype(np.int32)}

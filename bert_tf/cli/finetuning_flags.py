@@ -41,6 +41,10 @@ flags.DEFINE_string("best_metric", None, "Evaluate the dev set after every check
                     "minimised, the others maximised) in output_dir/best/.")
 flags.DEFINE_integer("early_stopping_patience", 0, "With --best_metric: stop training after this many dev "
                      "evaluations in a row without improvement (0: never).")
+flags.DEFINE_bool("group_by_length", False, "Training batches of examples of similar length (HuggingFace's "
+                  "group_by_length: shuffled, sorted within megabatches of 50 batches, the batches in random order): "
+                  "less padding per batch. The order comes from --seed (0 when unset), so a resumed run continues "
+                  "exactly.")
 flags.DEFINE_enum("task_head", "linear", TASK_HEADS, "linear: the original output layer, on the pooled output "
                   "(sentence-level tasks) or on every token's output (NER, SQuAD). bilstm: a randomly initialised "
                   "bidirectional LSTM over the sequence output, then that output layer (Devlin et al. 2019, Table 5 "
@@ -73,7 +77,8 @@ def run_options():
         train_batch_size=FLAGS.train_batch_size, learning_rate=FLAGS.learning_rate,
         num_train_epochs=FLAGS.num_train_epochs, warmup_proportion=FLAGS.warmup_proportion,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps, iterations_per_loop=FLAGS.iterations_per_loop,
-        optimizer=FLAGS.optimizer, num_accumulation_steps=FLAGS.num_accumulation_steps, seed=FLAGS.seed)
+        optimizer=FLAGS.optimizer, num_accumulation_steps=FLAGS.num_accumulation_steps, seed=FLAGS.seed,
+        group_by_length=FLAGS.group_by_length)
     return RunOptions(
         output_dir=FLAGS.output_dir, config=BertConfig.from_json_file(FLAGS.bert_config_file),
         vocab_file=FLAGS.vocab_file, init_checkpoint=model_flags.init_checkpoint(),

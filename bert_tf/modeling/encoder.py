@@ -16,7 +16,7 @@ from bert_tf.feature_schema import (
 from bert_tf.modeling.checkpoint_names import ENCODER_SCOPE
 from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.layers.embeddings import BertEmbeddings
-from bert_tf.modeling.layers.packed_tokens import PackedTokens
+from bert_tf.modeling.layers.packed_tokens import PackedTokens, packing_possible
 from bert_tf.modeling.layers.transformer import BertTransformerLayer
 
 
@@ -39,10 +39,15 @@ class BertEncoder(keras.Model):
       [B, heads, T, T] attention probabilities.
     Under a mixed-precision policy matmuls run in the compute dtype; LayerNorm and softmax run in float32.
 
-    `skip_padding=True` runs the Transformer layers on the real tokens only (`PackedTokens`: a batch of
-    texts of different lengths costs the compute of its real tokens, not of B * T); the outputs at real
-    positions are those of the padded computation to float rounding, `sequence_output` and `encoder_outputs`
-    are zero at the padding. Not under XLA (the packed shape depends on input_mask's values).
+    `skip_padding=True` runs the position-wise parts of the Transformer layers (every Dense, LayerNorm,
+    dropout and residual add) on the real tokens only, attention padded and masked as before
+    (`PackedTokens`: a batch of texts of different lengths costs the compute of its real tokens, not of
+    B * T); the outputs at real positions are those of the padded computation to float rounding, and so are
+    the gradients; `sequence_output` and `encoder_outputs` are zero at the padding. Not under XLA (the packed
+    shape depends on input_mask's values). `skip_padding=None` (the default): the attribute `skip_padding`,
+    itself None by default: on in training where packing is possible (`packing_possible`: not under XLA /
+    jax.jit), off otherwise (inference batches are grouped by length already, `bert_tf.batched_inference`).
+    Set `encoder.skip_padding = False` to train on the padded batches (or True to pack in inference too).
     """
 
     def __init__(self, config, **kwargs):
@@ -51,6 +56,7 @@ class BertEncoder(keras.Model):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
         self.config = config
+        self.skip_padding = None
         self.embeddings = BertEmbeddings(
             vocab_size=config.vocab_size, hidden_size=config.hidden_size,
             max_position_embeddings=config.max_position_embeddings, type_vocab_size=config.type_vocab_size,
@@ -77,7 +83,7 @@ class BertEncoder(keras.Model):
             self.pooler.build((None, self.config.hidden_size))
         self.built = True
 
-    def call(self, inputs, training=None, output_attention_probs=False, skip_padding=False):
+    def call(self, inputs, training=None, output_attention_probs=False, skip_padding=None):
         if not isinstance(inputs, dict):
             inputs = {INPUT_IDS: inputs}
         unknown = set(inputs) - set(INPUT_NAMES)
@@ -93,7 +99,11 @@ class BertEncoder(keras.Model):
             segment_ids = ops.zeros_like(input_ids)
         hidden = self.embeddings(input_ids, segment_ids, training=training)
         embedding_output = hidden
-        packed = PackedTokens(input_mask) if skip_padding else None
+        if skip_padding is None:
+            skip_padding = self.skip_padding
+        if skip_padding is None:
+            skip_padding = bool(training) and packing_possible(input_mask)
+        packed = PackedTokens(input_mask, bucket_rows=bool(training)) if skip_padding else None
         if packed is not None:
             hidden = packed.pack(hidden)
         encoder_outputs, all_probs = [], []
@@ -112,6 +122,12 @@ class BertEncoder(keras.Model):
         if output_attention_probs:
             outputs["attention_probs"] = all_probs
         return outputs
+
+    def training_layout(self, compiled):
+        """How a training step runs this encoder, for the log: "unpadded" (the position-wise layers on the real
+        tokens only) or "padded"; `compiled`: the step runs under XLA (jit_compile, jax.jit)."""
+        skip = self.skip_padding if self.skip_padding is not None else not compiled
+        return "unpadded" if skip else "padded"
 
     def _pooled_token(self, hidden, input_mask):
         """hidden [B, T, H], input_mask int [B, T] -> [B, H]: the first token, or for a causal model the last

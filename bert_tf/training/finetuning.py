@@ -21,7 +21,7 @@ from absl import logging
 from bert_tf import run_directory
 from bert_tf.batched_inference import BatchedInference
 from bert_tf.checkpoints import load_checkpoint
-from bert_tf.data.tasks.pipeline import make_dataset, num_examples
+from bert_tf.data.tasks.pipeline import bucket_widths, make_dataset, num_examples
 from bert_tf.feature_schema import INPUT_IDS
 from bert_tf.training import distribute, loop, optimization
 from bert_tf.training.best_checkpoint import StopTraining
@@ -38,6 +38,7 @@ class FineTuningOptions:
     save_checkpoints_steps, iterations_per_loop: as the original (checkpoint / log / steps per call).
     optimizer: a name of `optimization.OPTIMIZERS`; loss_scaling: for float16 mixed precision.
     num_accumulation_steps, use_xla: see `loop.Trainer`. seed: the input order.
+    group_by_length: training batches of examples of similar length (`pipeline.length_grouped`).
     """
     train_batch_size: int = 32
     learning_rate: float = 5e-5
@@ -50,6 +51,7 @@ class FineTuningOptions:
     num_accumulation_steps: int = 1
     use_xla: bool = False
     seed: int = None
+    group_by_length: bool = False
 
     def train_steps(self, count):
         """(num_train_steps, num_warmup_steps) for `count` training examples."""
@@ -115,8 +117,11 @@ class FineTuner:
         flops = sequences * training_flops_per_example(self.model.config, seq_length, 0)
         trainer = loop.create_trainer(self.strategy, self.model, optimizer, options.train_batch_size,
                                       options.num_accumulation_steps, use_xla=options.use_xla, flops_per_example=flops)
-        logging.info("***** Running training: %d examples, batch size %d, %d steps (%d warmup) *****", data.count,
-                     options.train_batch_size, num_train_steps, num_warmup_steps)
+        logging.info("***** Running training: %d examples, batch size %d, %d steps (%d warmup); %s batches%s, "
+                     "%s *****", data.count, options.train_batch_size, num_train_steps, num_warmup_steps,
+                     "length-grouped" if options.group_by_length else "shuffled",
+                     f" cut to widths {self.training_widths(data.sequence_shape[-1])}" if self.compiled else "",
+                     self.model.encoder.training_layout(self.compiled))
         if trainer.is_chief:  # the output_dir is then a complete checkpoint directory for --init_checkpoint
             run_directory.write_config(self.output_dir, self.model.config)
         try:
@@ -133,16 +138,28 @@ class FineTuner:
         """False on the workers of a multi-worker strategy other than the chief (which writes the outputs)."""
         return distribute.is_chief(self.strategy)
 
-    def in_memory_input(self, features):
-        """The TrainingInput of `features` (dict of NumPy arrays [N, ...]): shuffled batches whose shared
-        padding is trimmed unless XLA compiles the step (fixed shapes)."""
+    @property
+    def compiled(self):
+        """Whether the training step runs under XLA (--use_xla, or Keras's JAX backend): static shapes."""
+        return self.options.use_xla or self.strategy is None
+
+    def training_widths(self, seq_length):
+        """The widths that training batches are cut to (`make_dataset`'s `widths`): None (each batch's longest
+        example), or where the step is compiled the 4 of `pipeline.bucket_widths`, one compilation each."""
+        return bucket_widths(seq_length) if self.compiled else None
+
+    def in_memory_input(self, features, count=None):
+        """The TrainingInput of `features` (dict of NumPy arrays [N, ...]): shuffled (or length-grouped) batches
+        cut to `training_widths`. count: the examples the step arithmetic counts (default N)."""
         options = self.options
+        widths = self.training_widths(features[INPUT_IDS].shape[-1])
 
         def dataset_fn(input_context, batch_size):
-            return make_dataset(features, batch_size, True, options.seed, input_context,
-                                trim_padding=not options.use_xla)
+            return make_dataset(features, batch_size, True, options.seed, input_context, trim_padding=True,
+                                group_by_length=options.group_by_length, widths=widths)
 
-        return TrainingInput(num_examples(features), dataset_fn, tuple(features[INPUT_IDS].shape[1:]))
+        count = num_examples(features) if count is None else count
+        return TrainingInput(count, dataset_fn, tuple(features[INPUT_IDS].shape[1:]))
 
     def predict(self, features, batch_size, method="__call__", what="prediction", unit="examples", trim=True):
         """The model's outputs (float32 NumPy [N, ...], or a dict of them) for every example of `features`, in

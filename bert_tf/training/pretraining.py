@@ -178,9 +178,10 @@ def pretrain(options, strategy=None, config_name="the config"):
     if trainer.is_chief and options.do_train:
         run_directory.write_config(options.output_dir, config)
         run_directory.record_settings(options.output_dir, options.settings())
-    logging.info("Training with %s on %d replica(s), %d worker(s); XLA %s; batch %d = %d micro-batch(es) of %d",
+    logging.info("Training with %s on %d replica(s), %d worker(s); XLA %s; batch %d = %d micro-batch(es) of %d; %s",
                  policy, replicas, workers, "on" if use_xla else "off", options.train_batch_size,
-                 options.num_accumulation_steps, options.train_batch_size // options.num_accumulation_steps)
+                 options.num_accumulation_steps, options.train_batch_size // options.num_accumulation_steps,
+                 model.encoder.training_layout(use_xla or strategy is None))
 
     def train_dataset(input_context, batch_size):
         return pipeline.pretraining_dataset(

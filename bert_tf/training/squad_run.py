@@ -111,16 +111,21 @@ class SquadRun:
             path, self.tokenizer, task.cache_dir or options.output_dir, options.max_seq_length, task.doc_stride,
             task.max_query_length, is_training, task.version_2_with_negative)
 
-    def training_input(self):
-        """The TrainingInput of the training questions: their windows, from the cached records."""
+    def training_input(self, tuner):
+        """The TrainingInput of the training questions for `tuner` (a FineTuner): their windows, streamed from
+        the cached records, or with group_by_length read into memory first."""
         prepared = self.prepare(self.input_file("train"), is_training=True)
         logging.info("Training on %d questions (%d skipped: no answer in their context), %d windows",
                      len(prepared.examples), len(prepared.skipped), prepared.num_features)
         max_seq_length, seed = self.options.max_seq_length, self.options.training.seed
+        if self.options.training.group_by_length:
+            features = squad_records.read_training_features(prepared.record_file, max_seq_length)
+            return tuner.in_memory_input(features, count=len(prepared.examples))
+        widths = tuner.training_widths(max_seq_length)
 
         def dataset_fn(input_context, batch_size):
             return squad_records.squad_dataset(prepared.record_file, max_seq_length, True, batch_size, input_context,
-                                               seed)
+                                               seed, widths)
 
         return TrainingInput(len(prepared.examples), dataset_fn, (max_seq_length,))
 
@@ -211,7 +216,7 @@ def run_squad(options, task, strategy=None, config_name="the config"):
         run.check_answers_for_best_metric()
     tuner = finetuning_run.create_finetuner(options, strategy, lambda: BertSpanLabeler(options.config, **task.head))
     if options.do_train:
-        finetuning_run.train(tuner, options, run.training_input(), lambda: run.dev_results(tuner))
+        finetuning_run.train(tuner, options, run.training_input(tuner), lambda: run.dev_results(tuner))
     if options.do_predict and tuner.is_chief:
         return run.predict_and_write(tuner)
     return None

@@ -21,12 +21,14 @@ import json
 import os
 import random
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from bert_tf import atomic_io
 from bert_tf.data import record_framing
 from bert_tf.data.squad import examples as squad
+from bert_tf.data.tasks.pipeline import trim_batch
 from bert_tf.feature_schema import (
     DOC_SPAN_INDEX,
     END_POSITIONS,
@@ -126,12 +128,14 @@ def feature_spec(max_seq_length, is_training):
     return spec
 
 
-def squad_dataset(record_file, max_seq_length, is_training, batch_size, input_context=None, seed=None):
+def squad_dataset(record_file, max_seq_length, is_training, batch_size, input_context=None, seed=None,
+                  widths=None):
     """A tf.data.Dataset of feature dicts (int32): `input_ids`, `input_mask`, `segment_ids` [batch, T],
     `unique_ids` [batch], and for training `start_positions`, `end_positions` [batch].
 
     Training: sharded over the workers of `input_context`, repeated, shuffled (buffer 1000, `seed`), full
-    batches only. Prediction: every record once, in order, the last batch possibly smaller.
+    batches only, each cut to its longest window (`pipeline.trim_batch`, with `widths`: the answer positions
+    lie in the real tokens). Prediction: every record once, in order, the last batch possibly smaller.
     """
     spec = feature_spec(max_seq_length, is_training)
     dataset = tf.data.TFRecordDataset(record_file)
@@ -145,7 +149,23 @@ def squad_dataset(record_file, max_seq_length, is_training, batch_size, input_co
         return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
 
     dataset = dataset.batch(batch_size, drop_remainder=is_training).map(parse, tf.data.AUTOTUNE)
+    if is_training:
+        dataset = dataset.map(lambda batch: trim_batch(batch, widths), tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def read_training_features(record_file, max_seq_length):
+    """The training windows of `record_file` in memory: {name: int32 NumPy [windows, ...]} of squad_dataset's
+    features (for `pipeline.make_dataset`, e.g. length-grouped batches)."""
+    columns = {}
+    spec = feature_spec(max_seq_length, True)
+    for batch in tf.data.TFRecordDataset(record_file).batch(1024).map(
+            lambda records: tf.io.parse_example(records, spec)).as_numpy_iterator():
+        for name, values in batch.items():
+            columns.setdefault(name, []).append(values.astype(np.int32))
+    if not columns:
+        raise ValueError(f"{record_file}: no training windows")
+    return {name: np.concatenate(parts) for name, parts in columns.items()}
 
 
 def _cache_key(input_file, tokenizer, settings):

@@ -13,6 +13,9 @@ from bert_tf.feature_schema import IGNORE_LABEL, INPUT_MASK, INPUT_NAMES, LABEL_
 
 # Trimmed batches are cut to a multiple of this many positions (fewer distinct shapes to trace/compile).
 TRIM_MULTIPLE = 8
+# Length-grouped training batches are sorted within megabatches of this many batches (HuggingFace's
+# LengthGroupedSampler: 50).
+GROUP_MEGABATCHES = 50
 
 
 def num_examples(features):
@@ -38,7 +41,8 @@ def pad_to_multiple(features, multiple):
     return padded, count
 
 
-def make_dataset(features, batch_size, training, seed=None, input_context=None, trim_padding=False):
+def make_dataset(features, batch_size, training, seed=None, input_context=None, trim_padding=False,
+                 group_by_length=False, widths=None):
     """A tf.data.Dataset of feature dicts, `batch_size` examples per batch.
 
     training=True: this input pipeline's shard (`input_context`, a tf.distribute.InputContext, for
@@ -46,33 +50,91 @@ def make_dataset(features, batch_size, training, seed=None, input_context=None, 
       repeated forever, full batches only.
     training=False: one pass in order; the last batch may be short (pad with `pad_to_multiple` first where
       every batch must be full).
+    group_by_length (training): batches of examples of similar length in a random order (`length_grouped`),
+      deterministic from `seed` (0 when None) and resumable at any batch (tf.data's iterator checkpoint).
     trim_padding: cut each batch's per-token features (the encoder inputs, and per-token `label_ids`) to its
-      longest example (`input_mask`), rounded up to a multiple of TRIM_MULTIPLE: the batches keep their
-      random composition, the padding they all share is not computed. Shapes then vary from batch to batch
-      (keep it off where every shape is compiled: XLA, TPUs).
+      longest example (`input_mask`), rounded up to a multiple of TRIM_MULTIPLE, or to the smallest of
+      `widths` (ascending, the last the full length T) that holds it: the batches keep their composition,
+      the padding they all share is not computed. Shapes then vary from batch to batch: where every shape is
+      compiled (XLA, TPUs) give a few `widths` (`bucket_widths`).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be >= 1")
     count = num_examples(features)
-    dataset = tf.data.Dataset.from_tensor_slices(features)
     if training:
         if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-            count = len(range(input_context.input_pipeline_id, count, input_context.num_input_pipelines))
+            shard = slice(input_context.input_pipeline_id, None, input_context.num_input_pipelines)
+            features = {k: v[shard] for k, v in features.items()}
+            count = num_examples(features)
         if count < batch_size:
             raise ValueError(f"{count} training examples are fewer than one batch of {batch_size}")
-        dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True).repeat()
-    dataset = dataset.batch(batch_size, drop_remainder=training)
+    if training and group_by_length:
+        dataset = length_grouped(features, batch_size, seed or 0)
+    else:
+        dataset = tf.data.Dataset.from_tensor_slices(features)
+        if training:
+            dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True).repeat()
+        dataset = dataset.batch(batch_size, drop_remainder=training)
     if trim_padding:
-        dataset = dataset.map(_trim_batch, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = dataset.map(lambda batch: trim_batch(batch, widths), num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _trim_batch(batch):
-    """A batch of feature dicts with its per-token features cut to the longest example (see make_dataset)."""
+def example_lengths(features):
+    """int64 NumPy [N]: each example's real tokens (`input_mask`; several sequences per example, [N, C, T]: the
+    longest of them)."""
+    mask = features[INPUT_MASK]
+    return mask.reshape(len(mask), -1, mask.shape[-1]).sum(axis=-1).max(axis=-1).astype(np.int64)
+
+
+def length_grouped(features, batch_size, seed):
+    """An endless dataset of batches (feature dicts, `batch_size` examples each) grouped by length, as
+    HuggingFace's LengthGroupedSampler groups them: every epoch the examples are shuffled, cut into
+    megabatches of GROUP_MEGABATCHES batches, each megabatch sorted longest first and cut into batches; then,
+    unlike HuggingFace (which keeps each megabatch's batches longest first), the order of the epoch's batches
+    is shuffled too, so that long and short batches alternate at random.
+
+    Each epoch drops the examples beyond its last full batch (count % batch_size, a different random few every
+    epoch). Deterministic from `seed` (stateless random ops of (seed, epoch)), so that tf.data's iterator
+    checkpoint (a position in the epochs) resumes at the same batch."""
+    lengths = example_lengths(features)
+    count = len(lengths)
+    per_epoch = count // batch_size
+    megabatch = GROUP_MEGABATCHES * batch_size
+    longest = int(lengths.max()) + 1
+    lengths = tf.constant(lengths)
+    tensors = {k: tf.constant(v) for k, v in features.items()}
+
+    def epoch_batches(epoch):
+        order = tf.argsort(tf.random.stateless_uniform([count], seed=tf.stack([seed, 2 * epoch])))
+        order = order[:per_epoch * batch_size]
+        # Sort by megabatch, then longest first (stable: the shuffled order among equal lengths).
+        key = tf.range(per_epoch * batch_size, dtype=tf.int64) // megabatch * longest - tf.gather(lengths, order)
+        batches = tf.reshape(tf.gather(order, tf.argsort(key, stable=True)), [per_epoch, batch_size])
+        shuffled = tf.argsort(tf.random.stateless_uniform([per_epoch], seed=tf.stack([seed, 2 * epoch + 1])))
+        return tf.data.Dataset.from_tensor_slices(tf.gather(batches, shuffled))
+
+    return tf.data.Dataset.counter().flat_map(epoch_batches).map(
+        lambda indexes: {k: tf.gather(v, indexes) for k, v in tensors.items()}, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def bucket_widths(full, buckets=4):
+    """The widths a batch is cut to where every shape is compiled: `buckets` steps up to `full` (each a multiple
+    of TRIM_MULTIPLE), e.g. 128 -> [32, 64, 96, 128]."""
+    step = -(-full // (buckets * TRIM_MULTIPLE)) * TRIM_MULTIPLE
+    return sorted({min(full, step * i) for i in range(1, buckets + 1)})
+
+
+def trim_batch(batch, widths=None):
+    """A batch of feature dicts with its per-token features (the encoder inputs; `label_ids` where it has their
+    shape) cut to the longest example, rounded up to a multiple of TRIM_MULTIPLE or to the smallest of `widths`
+    that holds it (see make_dataset)."""
     mask = batch[INPUT_MASK]
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1))
-    width = tf.minimum(tf.shape(mask)[-1], -(-tf.maximum(longest, 1) // TRIM_MULTIPLE) * TRIM_MULTIPLE)
+    if widths is None:
+        width = tf.minimum(tf.shape(mask)[-1], -(-tf.maximum(longest, 1) // TRIM_MULTIPLE) * TRIM_MULTIPLE)
+    else:
+        width = tf.reduce_min(tf.boolean_mask(tf.constant(widths), tf.constant(widths) >= longest))
     token_level = {*INPUT_NAMES, *([LABEL_IDS] if batch.get(LABEL_IDS) is not None
                                    and batch[LABEL_IDS].shape.rank == mask.shape.rank else [])}
     return {k: v[..., :width] if k in token_level else v for k, v in batch.items()}
@@ -93,11 +155,10 @@ def length_sorted_batches(features, batch_size, widths=None):
     count = num_examples(features)
     if not count:
         return
-    mask = features[INPUT_MASK]
-    full = mask.shape[-1]
+    full = features[INPUT_MASK].shape[-1]
     if widths is not None and (list(widths) != sorted(widths) or widths[-1] != full):
         raise ValueError(f"widths={list(widths)}: expected ascending widths, the last the full length {full}")
-    lengths = mask.reshape(count, -1, full).sum(axis=-1).max(axis=-1)
+    lengths = example_lengths(features)
     order = np.argsort(lengths, kind="stable")
     for start in range(0, count, batch_size):
         indexes = order[start:start + batch_size]

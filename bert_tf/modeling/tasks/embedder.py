@@ -21,8 +21,8 @@ class BertSentenceEmbedder(ObjectiveModel):
 
     Inputs: a dict with `input_ids`, `input_mask`, `segment_ids` int32 [B, T] (other keys are ignored), or
     [B, C, T] for C texts per example (training pairs: C = 2, anchor then positive).
-    Output: float32 [B, H] (or [B, C, H]). `skip_padding=True` (inference, not under XLA): the encoder skips
-    the padding tokens (`BertEncoder`), same embeddings to float rounding, faster on batches of mixed lengths.
+    Output: float32 [B, H] (or [B, C, H]). `skip_padding` (`BertEncoder`'s; True for inference, not under XLA):
+    the encoder skips the padding tokens, same embeddings to float rounding, faster on batches of mixed lengths.
     Objective: term "ranking" (MultipleNegativesRankingLoss of sentence-transformers): for a batch of
     (anchor, positive) pairs [B, 2, T], the scores `scale` * cosine(anchor i, positive j) [B, B] and a
     cross-entropy whose right answer for anchor i is positive i (the other B - 1 positives are its
@@ -56,7 +56,7 @@ class BertSentenceEmbedder(ObjectiveModel):
         self.encoder.build()
         self.built = True
 
-    def call(self, inputs, training=None, skip_padding=False):
+    def call(self, inputs, training=None, skip_padding=None):
         shape, texts_per_example = ops.shape(inputs[INPUT_IDS]), len(inputs[INPUT_IDS].shape) == 3
         # [B, C, T] -> [B * C, T]; [B, T] as it is (its static shape kept: LiteRT's converter needs it)
         flat = {k: ops.reshape(inputs[k], (-1, shape[-1])) if texts_per_example else inputs[k]

@@ -9,6 +9,10 @@ from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
 
 
+# The logit the span objective gives the padding: out of the softmax (exp underflows to 0 in float32).
+PADDING_LOGIT = -1e9
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertSpanLabeler(BertTaskModel):
     """The original run_squad.py model: the encoder, then one linear map of every token's final hidden state
@@ -25,6 +29,10 @@ class BertSpanLabeler(BertTaskModel):
     cross-entropy, i.e. the original's (start loss + end loss) / 2; `span_accuracy` is the fraction of start
     and end positions whose argmax is right. A window without the answer is labelled 0 ([CLS]). With Keras,
     the labels may also be passed as `y={"start_positions": ..., "end_positions": ...}`.
+    One difference: the original's softmax runs over all T positions, the padding's included, so its loss
+    depends on how far a window is padded; here the padding (input_mask 0) is left out of it, so that
+    trimmed, length-grouped and unpadded batches (`BertEncoder`'s skip_padding) train exactly as full-length
+    ones. The padding's logits only ever learn to be low there, and predictions never read them.
 
         model = BertSpanLabeler(config)
         bert_tf.load_checkpoint(model, "uncased_L-12_H-768_A-12/bert_model.ckpt")
@@ -68,6 +76,8 @@ class BertSpanLabeler(BertTaskModel):
         starts first, aligned with `objective_weights`."""
         labels = ops.concatenate([ops.reshape(features[name], (-1,)) for name in SPAN_LABELS], axis=0)
         logits = ops.concatenate([outputs[START_LOGITS], outputs[END_LOGITS]], axis=0)
+        real = ops.not_equal(self.input_mask(features), 0)
+        logits = ops.where(ops.concatenate([real, real], axis=0), logits, PADDING_LOGIT)
         loss, hits = cross_entropy_and_hits(labels, logits)
         return {"span": {"loss": loss, "accuracy": hits}}
 
