@@ -134,3 +134,21 @@ def test_metrics_of_bert_tf_and_a_peer_are_computed_by_the_same_code(tmp_path):
     (peer / "predictions.json").write_text(json.dumps({"q1": "b"}))
     assert bench_finetune.metric_of("squad", work, str(peer), "hf") == pytest.approx(
         {"exact_match": 0.0, "f1": 100 * 2 / 3})
+
+
+def test_the_summary_compares_the_fastest_cases_at_equal_accuracy():
+    """A faster case whose dev metric is more than 0.5 point below the job's best does not count as its library's
+    fastest (HF's bfloat16 Trainer that learned nothing must not set the bar)."""
+    import argparse
+
+    def result(wall, accuracy):
+        return [{"wall": wall, "startup": 5.0, "train": wall - 20, "sequences": 10000, "metric": {"accuracy": accuracy},
+                 "load": (1.0, 1.0)}]
+
+    results = {("rt", "bert_tf", "bfloat16"): result(130.0, 0.831), ("rt", "bert_tf", "float32"): result(200.0, 0.829),
+               ("rt", "hf", "bfloat16"): result(110.0, 0.514), ("rt", "hf", "float32"): result(195.0, 0.828)}
+    args = argparse.Namespace(jobs=["rt"], implementations=["bert_tf", "hf"], precisions=["float32", "bfloat16"])
+    rows = bench_finetune.report_rows(list(results), {}, results, {}, args)
+    summary = rows[-1]
+    assert "130.0 s (bert_tf, bfloat16; 0.8310)" in summary and "195.0 s (HF Trainer, float32; 0.8280)" in summary
+    assert summary.endswith(f"| {195.0 / 130.0:.2f}x |")

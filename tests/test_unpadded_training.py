@@ -168,3 +168,6 @@ def test_bucketed_rows_are_never_unpacked():
     assert len(rows) == 18
     assert rows.tolist() == values[mask == 1, 0].tolist() + [values[0, 0, 0]]
     np.testing.assert_array_equal(packed.unpack(packed.pack(values)).numpy(), values * mask[..., None])
+    almost_full = np.ones((3, 1000), np.int32)
+    almost_full[0, -10:] = 0  # 2,990 real tokens: 3,072 in the series, but never more rows than B * T
+    assert PackedTokens(almost_full, bucket_rows=True).pack(np.zeros((3, 1000, 1), np.float32)).shape[0] == 3000

@@ -21,7 +21,7 @@ class PackedTokens:
         padded = packed.unpack(flat)            # [N, H] -> [B, T, H], zeros at the padding
 
     bucket_rows=True (training): the packed tensors have N' >= N rows, N rounded up to one of 8 sizes per
-    octave (at most 12.5% more, 6% on average), the extra rows copies of the first position, computed but never
+    octave (at most 12.5% more, 6% on average; at most B * T), the extra rows copies of the first position, computed but never
     unpacked (their gradient is zero). The TensorFlow backend's fused training kernels (tf_kernels: GELU,
     LayerNorm, dropout) are XLA-compiled once per input shape (about 0.1 s each): with N itself, nearly every
     batch would compile them again.
@@ -31,8 +31,8 @@ class PackedTokens:
         real = ops.reshape(ops.not_equal(input_mask, 0), (-1,))  # [B * T]
         self.rows = ops.nonzero(real)[0]  # int [N]: the flat position (row * T + position) of each real token
         count = ops.shape(self.rows)[0]
-        if bucket_rows:
-            extra = bucketed_size(count) - count
+        if bucket_rows:  # at most B * T rows: never more than the padded computation
+            extra = ops.minimum(bucketed_size(count), ops.shape(real)[0]) - count
             self.rows = ops.concatenate([self.rows, ops.zeros((extra,), self.rows.dtype)])
             count = count + extra
         # [B, T]: the packed row of each token, N' (a zero row appended by `unpack`) for the padding.
