@@ -230,12 +230,18 @@ def cut_questions(questions, tokenizer, max_query_length):
             for question, offsets in zip(questions, encoded["offset_mapping"])]
 
 
+def windows(examples, tokenizer, hp):
+    """run_qa.py's tokenization: each (question, context) pair as windows of max_seq_length tokens, doc_stride
+    apart, unpadded, with the offsets and each window's example (`overflow_to_sample_mapping`)."""
+    questions = cut_questions([q.lstrip() for q in examples["question"]], tokenizer, hp["max_query_length"])
+    return tokenizer(questions, examples["context"], truncation="only_second", max_length=hp["max_seq_length"],
+                     stride=hp["doc_stride"], return_overflowing_tokens=True, return_offsets_mapping=True,
+                     padding=False)
+
+
 def prepare_train_features(examples, tokenizer, hp):
     """run_qa.py's: windows of the (question, context) pairs, the answer's token span in each (or [CLS])."""
-    questions = cut_questions([q.lstrip() for q in examples["question"]], tokenizer, hp["max_query_length"])
-    tokenized = tokenizer(questions, examples["context"], truncation="only_second", max_length=hp["max_seq_length"],
-                          stride=hp["doc_stride"], return_overflowing_tokens=True, return_offsets_mapping=True,
-                          padding=False)
+    tokenized = windows(examples, tokenizer, hp)
     sample_mapping = tokenized.pop("overflow_to_sample_mapping")
     offset_mapping = tokenized.pop("offset_mapping")
     tokenized["start_positions"], tokenized["end_positions"] = [], []
@@ -271,10 +277,7 @@ def prepare_train_features(examples, tokenizer, hp):
 
 def prepare_validation_features(examples, tokenizer, hp):
     """run_qa.py's: the windows, each with its example id and the offsets of its context tokens (None elsewhere)."""
-    questions = cut_questions([q.lstrip() for q in examples["question"]], tokenizer, hp["max_query_length"])
-    tokenized = tokenizer(questions, examples["context"], truncation="only_second", max_length=hp["max_seq_length"],
-                          stride=hp["doc_stride"], return_overflowing_tokens=True, return_offsets_mapping=True,
-                          padding=False)
+    tokenized = windows(examples, tokenizer, hp)
     sample_mapping = tokenized.pop("overflow_to_sample_mapping")
     tokenized["example_id"] = []
     for i in range(len(tokenized["input_ids"])):
