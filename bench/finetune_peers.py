@@ -21,7 +21,8 @@ batched=True)`; `AutoModelFor{SequenceClassification, TokenClassification, Quest
 run_ner.py) and its defaults but the shared hyper-parameters (batch, lr, epochs, 10% linear warmup then
 linear decay, AdamW weight decay 0.01, epsilon 1e-6, seed); `train_sampling_strategy="group_by_length"` (what
 transformers 5 calls the former `group_by_length=True`) for hf_grouped; `bf16=True` (autocast on the CPU,
-`use_cpu=True`) for bfloat16; then `trainer.predict` on the dev set and `trainer.save_model`. NER: each word's
+`use_cpu=True`) for bfloat16; then `trainer.predict` on the dev set in its order (with group_by_length,
+transformers 5 would sample the dev set by length too) and `trainer.save_model`. NER: each word's
 label on its first word piece, -100 on the others (run_ner.py with label_all_tokens=False); a word without a
 piece (truncated) is predicted "O". SQuAD: run_qa.py's `prepare_train_features` / `prepare_validation_features`
 (truncation="only_second", overflowing windows with `stride=doc_stride` tokens of overlap, offset mapping;
@@ -185,6 +186,10 @@ def hf_job(spec):
     train_start = time.time()
     trainer.train()
     train_end = time.time()
+    # transformers 5 also samples evaluation by length under group_by_length (its _get_eval_sampler), so that
+    # `predict` returns the dev set in another order (compute_metrics would see labels in the same order; the
+    # predictions written here must follow the file): predict in order.
+    trainer.args.train_sampling_strategy = "random"
     output = trainer.predict(dev_set)
     if job == "rt":
         predictions = output.predictions.argmax(-1).tolist()

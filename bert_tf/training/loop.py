@@ -203,10 +203,12 @@ class Trainer:
             grads = part_grads if grads is None else [a + b for a, b in zip(grads, part_grads)]
             sums = part_sums if sums is None else {k: sums[k] + part_sums[k] for k in sums}
         grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-        scale = self.optimizer.dynamic_scale if self._loss_scaling else 1.0
-        if self.clip_norm:
+        if self.clip_norm and self._loss_scaling:  # clip the unscaled gradients, then scale them back
+            scale = self.optimizer.dynamic_scale
             grads, _ = tf.clip_by_global_norm([g / scale for g in grads], self.clip_norm)
             grads = [g * scale for g in grads]
+        elif self.clip_norm:  # (not dividing and multiplying by 1.0: two passes over every gradient)
+            grads, _ = tf.clip_by_global_norm(grads, self.clip_norm)
         # Keras' apply() sums the gradients over the replicas again: hand each replica its share.
         replicas = context.num_replicas_in_sync
         self.optimizer.apply([g / replicas for g in grads] if replicas > 1 else grads, self._variables)
