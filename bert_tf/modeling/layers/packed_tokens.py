@@ -21,10 +21,10 @@ class PackedTokens:
         padded = packed.unpack(flat)            # [N, H] -> [B, T, H], zeros at the padding
 
     bucket_rows=True (training): the packed tensors have N' >= N rows, N rounded up to one of 8 sizes per
-    octave (at most 12.5% more, 6% on average; at most B * T), the extra rows copies of the first position, computed but never
-    unpacked (their gradient is zero). The TensorFlow backend's fused training kernels (tf_kernels: GELU,
-    LayerNorm, dropout) are XLA-compiled once per input shape (about 0.1 s each): with N itself, nearly every
-    batch would compile them again.
+    octave (at most 12.5% more, 6% on average; at most B * T), the extra rows copies of the first position,
+    computed but never unpacked (their gradient is zero). The TensorFlow backend's fused training kernels
+    (tf_kernels: GELU, LayerNorm, dropout) are XLA-compiled once per input shape (about 0.1 s each): with N
+    itself, nearly every batch would compile them again.
     """
 
     def __init__(self, input_mask, bucket_rows=False):
@@ -67,7 +67,8 @@ def packing_possible(input_mask):
         import tensorflow as tf
         from tensorflow.python.ops import control_flow_util  # the test tf.function(jit_compile=True) sets
 
-        return tf.executing_eagerly() or not control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+        graph = tf.compat.v1.get_default_graph()
+        return tf.executing_eagerly() or not control_flow_util.GraphOrParentsInXlaContext(graph)
     if backend == "jax":
         import jax
 

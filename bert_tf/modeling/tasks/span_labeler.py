@@ -8,7 +8,6 @@ from bert_tf.modeling.checkpoint_names import SQUAD_SCOPE
 from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
 
-
 # The logit the span objective gives the padding: out of the softmax (exp underflows to 0 in float32).
 PADDING_LOGIT = -1e9
 
