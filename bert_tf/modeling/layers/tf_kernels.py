@@ -31,7 +31,7 @@ def _xla(function):
     def call(*args):
         nonlocal compiled
         if compiled is None:
-            compiled = _tensorflow().function(function, jit_compile=True, reduce_retracing=True)
+            compiled = _tensorflow().function(function, jit_compile=True, reduce_retracing=True, autograph=False)
         return compiled(*args)
 
     return call

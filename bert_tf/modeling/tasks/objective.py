@@ -12,6 +12,7 @@ that Keras `compile(optimizer)` + `fit` / `evaluate` on one device and the distr
                                     prediction's loss, "accuracy" 1.0 where its argmax is right
   objective_sums(features, outputs) (defined here from the two above) the summed weights and weighted metric
                                     values of a batch, which the training loops add up
+  objective_sum_names()             (defined here) the keys of objective_sums, known before any batch
 
 The loss is, per term, the weighted mean of "loss" over the predictions, summed over the terms; a metric is
 reported as `<term>_<metric>` (masked_lm_accuracy, next_sentence_loss, classification_accuracy, ...), the
@@ -66,6 +67,11 @@ class ObjectiveModel(keras.Model):
             for metric, values in terms[term].items():
                 sums[f"{term}_{metric}_sum"] = ops.sum(w * values)
         return sums
+
+    def objective_sum_names(self):
+        """The keys of `objective_sums`, from `objective_metrics` alone (without tracing the model)."""
+        return [name for term, metrics in self.objective_metrics().items()
+                for name in (f"{term}_weight", *(f"{term}_{metric}_sum" for metric in metrics))]
 
     def objective_features(self, x, y):
         """The features dict that `objective_weights` / `objective` read, from Keras' `x` and `y`."""
