@@ -25,6 +25,11 @@ import keras
 from keras import ops
 
 
+def _sum_names(term, metrics):
+    """The keys of one term's sums in `objective_sums`: (its summed weights', {metric: its weighted sum's})."""
+    return f"{term}_weight", {metric: f"{term}_{metric}_sum" for metric in metrics}
+
+
 class ObjectiveModel(keras.Model):
     """Base of every trainable bert_tf model: the objective contract above and the Keras hooks built on it.
 
@@ -63,15 +68,19 @@ class ObjectiveModel(keras.Model):
         weights, terms = self.objective_weights(features), self.objective(features, outputs)
         sums = {}
         for term, w in weights.items():
-            sums[f"{term}_weight"] = ops.sum(w)
+            weight_name, metric_names = _sum_names(term, terms[term])
+            sums[weight_name] = ops.sum(w)
             for metric, values in terms[term].items():
-                sums[f"{term}_{metric}_sum"] = ops.sum(w * values)
+                sums[metric_names[metric]] = ops.sum(w * values)
         return sums
 
     def objective_sum_names(self):
         """The keys of `objective_sums`, from `objective_metrics` alone (without tracing the model)."""
-        return [name for term, metrics in self.objective_metrics().items()
-                for name in (f"{term}_weight", *(f"{term}_{metric}_sum" for metric in metrics))]
+        names = []
+        for term, metrics in self.objective_metrics().items():
+            weight_name, metric_names = _sum_names(term, metrics)
+            names += [weight_name, *metric_names.values()]
+        return names
 
     def objective_features(self, x, y):
         """The features dict that `objective_weights` / `objective` read, from Keras' `x` and `y`."""
