@@ -1,6 +1,7 @@
 """Unpadded training: the position-wise layers on the real tokens only (BertEncoder's `skip_padding`, on by
 default in training where no XLA compiles the step) give the padded computation's loss and gradients, on the
-real MiniLM weights and a batch of real sentences of different lengths; under XLA the step stays padded."""
+real MiniLM weights and a batch of real sentences of different lengths; under XLA the step stays padded. The
+same for the last layer at the pooled token only (`pooled_only`, what sentence-level heads run)."""
 
 import glob
 import os
@@ -23,8 +24,11 @@ from bert_tf.feature_schema import (
     MASKED_LM_POSITIONS,
     MASKED_LM_WEIGHTS,
     NEXT_SENTENCE_LABELS,
+    POOLED_OUTPUT,
+    SEQUENCE_OUTPUT,
     START_POSITIONS,
 )
+from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.layers.packed_tokens import PackedTokens, bucketed_size, packing_possible
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
@@ -137,6 +141,46 @@ def test_unpadded_gradients_equal_the_padded_ones(task, no_dropout_config, minil
     print(f"{task}: loss {padded_loss:.6f} padded, {unpadded_loss:.6f} unpadded; largest relative gradient difference "
           f"{worst:.2e} over {len(padded) - len(zero)} variables ({len(zero)} zero to rounding)")
     assert worst <= 1e-5
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_pooled_only_last_layer_gives_the_full_pooled_output_and_gradients(causal, no_dropout_config, minilm_dir,
+                                                                               sentences, tokenizer):
+    """`pooled_only=True` (sentence-level heads): the last layer at the pooled token alone gives the pooled output
+    and the gradients of a loss on it that the full last layer gives, padded and unpacked, bidirectional and
+    causal (the pooled token is then the last real one)."""
+    config = BertConfig.from_dict({**no_dropout_config.to_dict(), "causal_attention": causal})
+    encoder = BertEncoder(config)
+    encoder.build()
+    load_checkpoint(encoder, minilm_dir)
+    features, _ = batch_of(sentences, tokenizer)
+    projection = tf.constant(np.random.default_rng(0).normal(size=(config.hidden_size, 3)), tf.float32)
+
+    def pooled_and_gradients(skip_padding, pooled_only):
+        @tf.function
+        def step(features):
+            with tf.GradientTape() as tape:
+                pooled = encoder(features, training=True, skip_padding=skip_padding,
+                                 pooled_only=pooled_only)[POOLED_OUTPUT]
+                loss = tf.reduce_sum(tf.square(pooled @ projection))
+            return pooled, tape.gradient(loss, encoder.trainable_variables)
+
+        pooled, grads = step(features)
+        return pooled.numpy(), [tf.convert_to_tensor(g).numpy() for g in grads]
+
+    for skip_padding in (False, True):
+        want_pooled, want = pooled_and_gradients(skip_padding, False)
+        got_pooled, got = pooled_and_gradients(skip_padding, True)
+        np.testing.assert_allclose(got_pooled, want_pooled, atol=2e-6)
+        # As above: a gradient zero but for rounding (the key biases) stays below 1e-6 of the largest one.
+        largest = max(np.abs(w).max() for w in want)
+        zero = [np.abs(w).max() < 1e-6 * largest for w in want]
+        assert sum(zero) == config.num_hidden_layers  # the key biases
+        assert all(np.abs(g).max() < 1e-6 * largest for g, z in zip(got, zero) if z)
+        worst = max(np.abs(g - w).max() / np.abs(w).max() for g, w, z in zip(got, want, zero) if not z)
+        assert worst <= 1e-5, (skip_padding, worst)
+        with pytest.raises(KeyError):  # only the pooled output is computed
+            encoder(features, training=False, pooled_only=True)[SEQUENCE_OUTPUT]
 
 
 def test_the_default_packs_in_training_and_not_in_inference_or_under_xla(minilm, sentences, tokenizer):

@@ -35,7 +35,10 @@ class BertSelfAttention(keras.layers.Layer):
     Call: hidden float [B, T, H], input_mask int [B, T] (1 = real token) ->
     (context [B, T, H] in the compute dtype, probabilities float32 [B, heads, T, T]). With `packed` (a
     `PackedTokens` of input_mask), hidden and context are the real tokens only, [N, H]: the projections
-    run on them and attention on the padded layout.
+    run on them and attention on the padded layout. With `pooled_query` [B, H] (the pooled token of each
+    example: its first, or in a causal model its last real token; either may see every real key), only that
+    token attends: the keys and values are every token's, the context is [B, H] and the probabilities
+    [B, heads, 1, T] (what the pooled output needs of a last layer, `BertEncoder`'s `pooled_only`).
     """
 
     def __init__(self, num_attention_heads, hidden_size, initializer_range=0.02, dropout_rate=0.1, causal=False,
@@ -73,24 +76,29 @@ class BertSelfAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, length, self.num_attention_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
-    def call(self, hidden, input_mask, training=None, packed=None):
+    def call(self, hidden, input_mask, training=None, packed=None, pooled_query=None):
         padded = packed.unpack if packed is not None else (lambda x: x)
-        query = self.query(hidden)
+        if pooled_query is None:
+            query = padded(self.query(hidden))
+        else:  # [B, H] -> [B, 1, H]: one query per example
+            query = ops.expand_dims(self.query(pooled_query), 1)
         if self.scales_query:
             query = query * ops.cast(self.scale, query.dtype)
-        query = self._split_heads(padded(query))
+        query = self._split_heads(query)
         key = self._split_heads(padded(self.key(hidden)))
         value = self._split_heads(padded(self.value(hidden)))
         logits = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         logits = ops.cast(logits, "float32")
         if not self.scales_query:
             logits = logits * self.scale
-        logits += attention_bias(input_mask, self.causal)
+        logits += attention_bias(input_mask, self.causal and pooled_query is None)
         probs = ops.softmax(logits, axis=-1)
         dropped = ops.cast(self.dropout(probs, training=training), self.compute_dtype)
         context = ops.transpose(ops.matmul(dropped, value), (0, 2, 1, 3))
         batch, length = ops.shape(context)[0], ops.shape(context)[1]
         context = ops.reshape(context, (batch, length, self.hidden_size))
+        if pooled_query is not None:
+            return context[:, 0, :], probs
         return (packed.pack(context) if packed is not None else context), probs
 
     def get_config(self):

@@ -54,7 +54,9 @@ class BertTransformerLayer(keras.layers.Layer):
     `intermediate/dense` [H, I] and `output/...` ([I, H] dense + LayerNorm).
 
     Call: hidden [B, T, H], input_mask int [B, T] -> (float32 [B, T, H], probs float32 [B, heads, T, T]);
-    with `packed` (a `PackedTokens` of input_mask), hidden and the output are the real tokens only, [N, H].
+    with `packed` (a `PackedTokens` of input_mask), hidden and the output are the real tokens only, [N, H];
+    with `pooled_query` [B, H] (this layer's input at each example's pooled token), the output is that token's
+    only, [B, H] (probs [B, heads, 1, T]): every token's keys and values, the rest at one token per example.
 
     No autocast: under a mixed-precision policy the residual stream stays float32 from one LayerNorm to the
     next, as in torch autocast, and only the matmuls' inputs are cast to the compute dtype (once per block, by
@@ -96,9 +98,11 @@ class BertTransformerLayer(keras.layers.Layer):
         self.output_block.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
         self.built = True
 
-    def call(self, hidden, input_mask, training=None, packed=None):
-        context, probs = self.self_attention(hidden, input_mask, training=training, packed=packed)
-        attended = self.attention_output(context, hidden, training=training)
+    def call(self, hidden, input_mask, training=None, packed=None, pooled_query=None):
+        context, probs = self.self_attention(hidden, input_mask, training=training, packed=packed,
+                                             pooled_query=pooled_query)
+        residual = hidden if pooled_query is None else pooled_query
+        attended = self.attention_output(context, residual, training=training)
         return self.output_block(self.intermediate(attended), attended, training=training), probs
 
     def get_config(self):

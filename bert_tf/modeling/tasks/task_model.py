@@ -68,9 +68,11 @@ class BertTaskModel(ObjectiveModel):
         self.head.build()
         self.built = True
 
-    def encode(self, inputs, training=None):
-        """The encoder's outputs for the model inputs among `inputs` (other keys, e.g. labels, are ignored)."""
-        return self.encoder({k: inputs[k] for k in INPUT_NAMES if k in inputs}, training=training)
+    def encode(self, inputs, training=None, pooled_only=False):
+        """The encoder's outputs for the model inputs among `inputs` (other keys, e.g. labels, are ignored);
+        `pooled_only`: the pooled output alone (`BertEncoder`)."""
+        return self.encoder({k: inputs[k] for k in INPUT_NAMES if k in inputs}, training=training,
+                            pooled_only=pooled_only)
 
     def bilstm_input_width(self):
         """The width of what the BiLSTM reads (`bilstm_input`): H."""
@@ -96,7 +98,7 @@ class BertTaskModel(ObjectiveModel):
         """What a sentence-level OutputHead reads: the pooled output float [B, H], or with the BiLSTM head its
         final forward and backward states float32 [B, 2 bilstm_size]."""
         if self.bilstm is None:
-            return self.encode(inputs, training)[POOLED_OUTPUT]
+            return self.encode(inputs, training, pooled_only=True)[POOLED_OUTPUT]
         return self.bilstm(self.bilstm_input(inputs, training), self.input_mask(inputs), training=training)[1]
 
     @staticmethod
