@@ -397,8 +397,13 @@ def test_one_training_step_changes_the_weights(case, tiny_config):
 
 def test_every_layer_and_model_is_in_the_harness():
     for module in pkgutil.walk_packages(bert_tf.__path__, "bert_tf."):
-        if not module.name.startswith("bert_tf.cli."):  # the commands define flags; they hold no layers
+        if module.name.startswith("bert_tf.cli."):  # the commands define flags; they hold no layers
+            continue
+        try:
             importlib.import_module(module.name)
+        except ModuleNotFoundError as e:  # the JAX loop's modules (no layers) where jax is not installed: the
+            if e.name != "jax":  # PyTorch backend's venv (tests/test_backends.py)
+                raise
     found, pending = set(), [keras.layers.Layer]
     while pending:
         for subclass in pending.pop().__subclasses__():
