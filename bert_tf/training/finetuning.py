@@ -21,7 +21,7 @@ from absl import logging
 from bert_tf import run_directory
 from bert_tf.batched_inference import BatchedInference
 from bert_tf.checkpoints import load_checkpoint
-from bert_tf.data.tasks.pipeline import bucket_widths, make_dataset, num_examples
+from bert_tf.data.tasks.pipeline import bucket_widths, make_dataset, num_examples, without_autotune
 from bert_tf.feature_schema import INPUT_IDS
 from bert_tf.training import distribute, loop, optimization
 from bert_tf.training.best_checkpoint import StopTraining
@@ -125,7 +125,8 @@ class FineTuner:
         if trainer.is_chief:  # the output_dir is then a complete checkpoint directory for --init_checkpoint
             run_directory.write_config(self.output_dir, self.model.config)
         try:
-            results = trainer.train(data.dataset_fn, self.output_dir, num_train_steps, options.iterations_per_loop,
+            results = trainer.train(lambda context, size: without_autotune(data.dataset_fn(context, size)),
+                                    self.output_dir, num_train_steps, options.iterations_per_loop,
                                     options.save_checkpoints_steps, after_checkpoint)
         except StopTraining as stop:
             logging.info("Early stop at step %d of %d: %s", trainer.step, num_train_steps, stop)
