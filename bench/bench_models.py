@@ -78,7 +78,7 @@ NAMES = {"bert_tf": "bert_tf", "keras_hub": "KerasHub", "model_garden": "Model G
 JAX_LIBRARIES = {"bert_tf_jax", "keras_hub_jax"}  # Keras on JAX (KERAS_BACKEND=jax): always XLA (jax.jit)
 BASELINE = "bert_tf_baseline"  # --baseline: bert_tf at another revision
 OWN = {"bert_tf", "bert_tf_jax", BASELINE}  # bert_tf itself, not a peer
-FINETUNE_LIBRARIES = {"bert_tf", "bert_tf_jax"}  # the finetune task: bert_tf's own loops on TF and on JAX
+FINETUNE_LIBRARIES = {"bert_tf", BASELINE, "bert_tf_jax"}  # the finetune task: bert_tf's own loops on TF and on JAX
 
 
 # ------------------------------------------------------------------------------- worker (one per process)
