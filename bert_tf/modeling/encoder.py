@@ -148,14 +148,13 @@ class BertEncoder(keras.Model):
         """hidden [B, T, H] (or with `packed`, its real tokens [N, H]), input_mask int [B, T] -> [B, H]: the first
         token, or for a causal model the last real one (position sum(input_mask) - 1)."""
         if not self.config.causal_attention:
-            position = ops.zeros_like(input_mask[:, 0])
-        else:
-            position = ops.maximum(ops.sum(ops.cast(input_mask, "int32"), axis=1) - 1, 0)
+            if packed is None:
+                return hidden[:, 0, :]
+            return packed.unpack_at(hidden, ops.zeros_like(input_mask[:, 0]))
+        last = ops.maximum(ops.sum(ops.cast(input_mask, "int32"), axis=1) - 1, 0)
         if packed is not None:
-            return packed.unpack_at(hidden, position)
-        if not self.config.causal_attention:
-            return hidden[:, 0, :]
-        return ops.take_along_axis(hidden, ops.cast(position, "int32")[:, None, None], axis=1)[:, 0, :]
+            return packed.unpack_at(hidden, last)
+        return ops.take_along_axis(hidden, last[:, None, None], axis=1)[:, 0, :]
 
     def checkpoint_variables(self):
         """{Google checkpoint name, e.g. `bert/encoder/layer_0/attention/self/query/kernel`: variable}."""
