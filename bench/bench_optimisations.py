@@ -32,7 +32,7 @@
              32 of those snippets: full-length batches vs `make_dataset(trim_padding=True)` (each batch cut to
              its longest example, what FineTuner does without XLA);
   optimizer  one AdamW update of the BERT-Base encoder's variables (109.5M): keras.optimizers.AdamW
-             (op by op) vs bert_tf's AdamW / AdamWeightDecay (the fused ResourceApplyAdam kernel);
+             (op by op) vs bert_tf's AdamW / AdamWeightDecay (one XLA kernel per variable);
   skip_padding  the sentence embedder's forward (all-MiniLM-L6-v2, real weights, bfloat16 weights as
              `export_model.py --export_dtype=bfloat16` stores them) over the first 512 SOTU sentences in
              length-sorted batches of 32 and of 256, each padded to its longest sentence (what

@@ -19,6 +19,8 @@ import jax
 import keras
 from jax import numpy as jnp
 
+from bert_tf.training.optimization import clip_factor
+
 
 def jitted_forward(model, method="__call__"):
     """`model.<method>(inputs, training=False)` as one jax.jit function of the variables' values and the inputs
@@ -86,8 +88,8 @@ class TrainStep:
             grads = part_grads if grads is None else [a + b for a, b in zip(grads, part_grads)]
             sums = part_sums if sums is None else {name: sums[name] + part_sums[name] for name in sums}
         if self.clip_norm:
-            norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in grads))
-            grads = [g * (self.clip_norm / jnp.maximum(norm, self.clip_norm)) for g in grads]
+            scale = clip_factor(jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in grads)), self.clip_norm)
+            grads = [g * scale for g in grads]
         trainable, optimizer_values = self.optimizer.stateless_apply(optimizer_values, grads, trainable)
         return (trainable, non_trainable, optimizer_values), sums
 

@@ -35,7 +35,7 @@ from tensorflow.core.framework import summary_pb2
 from bert_tf import atomic_io, checkpoints, run_directory
 from bert_tf.feature_schema import INPUT_IDS
 from bert_tf.progress import Progress
-from bert_tf.training import distribute
+from bert_tf.training import distribute, optimization
 from bert_tf.training.flops import measure_peak_flops
 
 # What TensorBoard's scalar summaries carry; written with tf.summary.write, so the tensorboard package (which
@@ -205,15 +205,20 @@ class Trainer:
             grads = part_grads if grads is None else [a + b for a, b in zip(grads, part_grads)]
             sums = part_sums if sums is None else {k: sums[k] + part_sums[k] for k in sums}
         grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-        if self.clip_norm and self._loss_scaling:  # clip the unscaled gradients, then scale them back
-            scale = self.optimizer.dynamic_scale
-            grads, _ = tf.clip_by_global_norm([g / scale for g in grads], self.clip_norm)
-            grads = [g * scale for g in grads]
-        elif self.clip_norm:  # (not dividing and multiplying by 1.0: two passes over every gradient)
-            grads, _ = tf.clip_by_global_norm(grads, self.clip_norm)
-        # Keras' apply() sums the gradients over the replicas again: hand each replica its share.
+        # Keras' apply() sums the gradients over the replicas again: each replica hands over its share.
         replicas = context.num_replicas_in_sync
-        self.optimizer.apply([g / replicas for g in grads] if replicas > 1 else grads, self._variables)
+        if self.clip_norm:  # the unscaled gradients' norm (a loss scale is a power of 2: dividing is exact)
+            norm = tf.linalg.global_norm(grads)
+            scale = optimization.clip_factor(norm / self.optimizer.dynamic_scale if self._loss_scaling else norm,
+                                             self.clip_norm)
+        else:
+            scale = None
+        if replicas > 1:
+            scale = 1.0 / replicas if scale is None else scale / replicas
+        if isinstance(self.optimizer, optimization.AdamWeightDecay):  # the factor applied inside its update
+            self.optimizer.apply(grads, self._variables, gradient_scale=scale)
+        else:
+            self.optimizer.apply(grads if scale is None else [g * scale for g in grads], self._variables)
         return sums
 
     def _distribute(self, batch):

@@ -11,6 +11,8 @@ import re
 import keras
 from keras import ops
 
+from bert_tf.modeling.layers.tf_kernels import xla_kernel
+
 # The original's `exclude_from_weight_decay`: regexes searched in the variable's path.
 NO_DECAY_PATTERNS = ("LayerNorm", "layer_norm", "bias")
 OPTIMIZERS = ("adam_weight_decay", "adamw", "lamb")
@@ -63,12 +65,10 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     the same arithmetic as `keras.optimizers.AdamW` and torch's AdamW. Slots are named `adam_m` / `adam_v` as
     in Google's checkpoints. Variables are float32.
 
-    On the TensorFlow backend the moments and the Adam term are its fused `ResourceApplyAdam` kernel (one pass
-    over w, m, v, g instead of about ten; bias correction off by passing beta powers of 0), after the weight
-    decay (elsewhere the same arithmetic in keras.ops, which jax.jit fuses): 1.8x
-    faster than keras.optimizers.AdamW on BERT-Base (bench/RESULTS.md, bench_optimisations.py). The kernel
-    computes 1 - beta_2 in float32 (0.00099998713 for 0.999, where the original's Python double gives
-    0.001), which scales each Adam step by a relative ~6.5e-6 against the original.
+    The whole update of a variable is `adam_weight_decay_update` (keras.ops). On the TensorFlow backend it runs
+    as one XLA kernel per variable (`tf_kernels.xla_kernel`: one pass reading w, m, v and the gradient, writing
+    w, m, v), the gradient's scale (`apply(..., gradient_scale=)`: the loop's clipping factor) and the weight
+    decay folded in; elsewhere the same function in keras.ops, which jax.jit fuses by itself.
     """
 
     def __init__(self, learning_rate=0.001, weight_decay_rate=0.0, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
@@ -91,6 +91,22 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         # By index: under tf.distribute, update_step receives the per-device tf.Variable, which has no path.
         self._decay = [not _no_decay(v, self.exclude_from_weight_decay) for v in var_list]
 
+    def apply(self, grads, trainable_variables=None, gradient_scale=None):
+        """Keras' `apply`, with `gradient_scale` (None, or a float32 scalar tensor: the training loop's
+        global-norm clipping factor) multiplying every gradient inside the update, where it costs no pass of
+        its own over the gradients. Replicas of a tf.distribute strategy pass equal values."""
+        self._gradient_scale = gradient_scale
+        try:
+            return super().apply(grads, trainable_variables)
+        finally:
+            self._gradient_scale = None
+
+    def _scaled(self, gradient, dtype):
+        """The gradient in `dtype`, times `apply`'s gradient_scale when one was given."""
+        gradient = ops.cast(gradient, dtype)
+        scale = getattr(self, "_gradient_scale", None)
+        return gradient if scale is None else gradient * ops.cast(scale, dtype)
+
     def _moments(self, gradient, variable):
         """Updates the moments of `variable` for this step; returns (m, v, whether it takes weight decay)."""
         index = self._get_variable_index(variable)
@@ -99,46 +115,74 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
         return m, v, self._decay[index]
 
-    def _beta_powers(self, dtype):
-        """(beta_1**t, beta_2**t) at this update (t = iterations + 1), or (0, 0) without bias correction."""
+    def _step_size(self, learning_rate):
+        """The Adam term's factor at this update (t = iterations + 1): learning_rate, times
+        sqrt(1 - beta_2**t) / (1 - beta_1**t) with bias correction."""
         if not self.bias_correction:
-            return ops.zeros((), dtype), ops.zeros((), dtype)
-        step = ops.cast(self.iterations + 1, dtype)
-        return ops.power(ops.cast(self.beta_1, dtype), step), ops.power(ops.cast(self.beta_2, dtype), step)
+            return learning_rate
+        step = ops.cast(self.iterations + 1, learning_rate.dtype)
+        beta_1_power = ops.power(ops.cast(self.beta_1, learning_rate.dtype), step)
+        beta_2_power = ops.power(ops.cast(self.beta_2, learning_rate.dtype), step)
+        return learning_rate * ops.sqrt(1.0 - beta_2_power) / (1.0 - beta_1_power)
 
     def update_step(self, gradient, variable, learning_rate):
-        dtype = variable.dtype
-        learning_rate, gradient = ops.cast(learning_rate, dtype), ops.cast(gradient, dtype)
-        index = self._get_variable_index(variable)
-        if self._decay[index] and self.weight_decay_rate:  # decoupled: uses w before this step's Adam term
-            self.assign_sub(variable, learning_rate * self.weight_decay_rate * variable)
-        beta_1_power, beta_2_power = self._beta_powers(dtype)
-        if keras.backend.backend() == "tensorflow":
-            self._fused_adam(variable, gradient, learning_rate, beta_1_power, beta_2_power)
-            return
-        m, v, _ = self._moments(gradient, variable)
-        step_size = learning_rate * ops.sqrt(1.0 - beta_2_power) / (1.0 - beta_1_power)
-        self.assign_sub(variable, step_size * m / (ops.sqrt(v) + ops.cast(self.epsilon, dtype)))
-
-    def _fused_adam(self, variable, gradient, learning_rate, beta_1_power, beta_2_power):
-        """The Adam term of `update_step` on the TensorFlow backend: TensorFlow's ResourceApplyAdam kernel (the
-        moments and the step in one pass; the same arithmetic as the keras.ops form of the other backends)."""
-        import tensorflow as tf  # the fused kernel: the TensorFlow backend's
-
-        def handle(v):
-            return (v.value if isinstance(v, keras.Variable) else v).handle
-
         dtype, index = variable.dtype, self._get_variable_index(variable)
-        tf.raw_ops.ResourceApplyAdam(
-            var=handle(variable), m=handle(self._m[index]), v=handle(self._v[index]), beta1_power=beta_1_power,
-            beta2_power=beta_2_power, lr=learning_rate, beta1=ops.cast(self.beta_1, dtype),
-            beta2=ops.cast(self.beta_2, dtype), epsilon=ops.cast(self.epsilon, dtype), grad=gradient)
+        learning_rate = ops.cast(learning_rate, dtype)
+        hyper = dict(learning_rate=learning_rate, step_size=self._step_size(learning_rate), beta_1=self.beta_1,
+                     beta_2=self.beta_2, epsilon=self.epsilon,
+                     weight_decay_rate=self.weight_decay_rate if self._decay[index] else 0.0)
+        m, v = self._m[index], self._v[index]
+        if keras.backend.backend() == "tensorflow":
+            scale = getattr(self, "_gradient_scale", None)
+            _tensorflow_update(variable, m, v, gradient, ops.ones((), dtype) if scale is None else scale, **hyper)
+            return
+        new_variable, new_m, new_v = adam_weight_decay_update(variable, m, v, self._scaled(gradient, dtype), **hyper)
+        self.assign(m, new_m)
+        self.assign(v, new_v)
+        self.assign(variable, new_variable)
 
     def get_config(self):
         return {**super().get_config(), "weight_decay_rate": self.weight_decay_rate, "beta_1": self.beta_1,
                 "beta_2": self.beta_2, "epsilon": self.epsilon,
                 "exclude_from_weight_decay": list(self.exclude_from_weight_decay),
                 "bias_correction": self.bias_correction}
+
+
+def adam_weight_decay_update(variable, m, v, gradient, learning_rate, step_size, beta_1, beta_2, epsilon,
+                             weight_decay_rate):
+    """One AdamWeightDecay update of a variable, the math of every backend: (w, m, v, gradient of w's shape;
+    scalars) -> (w, m, v) after the update. The decay (skipped at rate 0) uses w before the Adam term, as the
+    original's `update = m / (sqrt(v) + epsilon) + weight_decay_rate * w`; step_size is the learning rate,
+    bias-corrected for AdamW."""
+    if weight_decay_rate:
+        variable = variable - learning_rate * weight_decay_rate * variable
+    m = beta_1 * m + (1.0 - beta_1) * gradient
+    v = beta_2 * v + (1.0 - beta_2) * ops.square(gradient)
+    return variable - step_size * m / (ops.sqrt(v) + epsilon), m, v
+
+
+def _tensorflow_update(variable, m, v, gradient, gradient_scale, **hyper):
+    """`adam_weight_decay_update` of the TensorFlow variables (keras.Variable, or tf.Variable per device under
+    tf.distribute) as one XLA kernel, the gradient cast to float32 and scaled inside it."""
+    def handle(x):
+        return (x.value if isinstance(x, keras.Variable) else x).handle
+
+    _xla_update(handle(variable), handle(m), handle(v), gradient, gradient_scale, **hyper)
+
+
+@xla_kernel
+def _xla_update(variable, m, v, gradient, gradient_scale, learning_rate, step_size, beta_1, beta_2, epsilon,
+                weight_decay_rate):
+    import tensorflow as tf  # the TensorFlow backend's kernel
+
+    def read(handle):
+        return tf.raw_ops.ReadVariableOp(resource=handle, dtype=tf.float32)
+
+    gradient = tf.cast(gradient, tf.float32) * gradient_scale
+    new = adam_weight_decay_update(read(variable), read(m), read(v), gradient, learning_rate, step_size, beta_1,
+                                   beta_2, epsilon, weight_decay_rate)
+    for handle, value in zip((variable, m, v), new):
+        tf.raw_ops.AssignVariableOp(resource=handle, value=value)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -154,7 +198,7 @@ class Lamb(AdamWeightDecay):
                          bias_correction=True, name=name, **kwargs)
 
     def update_step(self, gradient, variable, learning_rate):
-        gradient = ops.cast(gradient, variable.dtype)
+        gradient = self._scaled(gradient, variable.dtype)
         m, v, decays = self._moments(gradient, variable)
         step = ops.cast(self.iterations + 1, variable.dtype)
         m_hat = m / (1.0 - ops.power(ops.cast(self.beta_1, variable.dtype), step))
@@ -167,6 +211,12 @@ class Lamb(AdamWeightDecay):
             w_norm, u_norm = ops.norm(ops.reshape(variable, (-1,))), ops.norm(ops.reshape(update, (-1,)))
             ratio = ops.where((w_norm > 0) & (u_norm > 0), w_norm / ops.maximum(u_norm, 1e-30), 1.0)
         self.assign_sub(variable, ops.cast(learning_rate, variable.dtype) * ratio * update)
+
+
+def clip_factor(norm, clip_norm):
+    """The factor that clips gradients of global norm `norm` to `clip_norm`, as tf.clip_by_global_norm does:
+    clip_norm / max(norm, clip_norm), NaN when the norm is not finite (the update then fails loudly)."""
+    return ops.where(ops.isfinite(norm), clip_norm / ops.maximum(norm, clip_norm), float("nan"))
 
 
 def create_optimizer(name, learning_rate, num_train_steps, num_warmup_steps, weight_decay_rate=0.01, decay_power=1.0,

@@ -23,30 +23,31 @@ def _tensorflow():
     return tensorflow
 
 
-def _xla(function):
-    """`function` as one XLA kernel (tf.function with jit_compile), compiled at its first call."""
+def xla_kernel(function):
+    """`function` as one XLA kernel (tf.function with jit_compile), compiled at its first call (and once per
+    new input shape). Also the optimizer's (training/optimization.py)."""
     compiled = None
 
     @functools.wraps(function)
-    def call(*args):
+    def call(*args, **kwargs):
         nonlocal compiled
         if compiled is None:
             compiled = _tensorflow().function(function, jit_compile=True, reduce_retracing=True, autograph=False)
-        return compiled(*args)
+        return compiled(*args, **kwargs)
 
     return call
 
 # ------------------------------------------------------------------------------------------------- GELU
 
 
-@_xla
+@xla_kernel
 def _gelu_forward(x):
     """gelu(x) in one XLA kernel, computed in float32 and returned in x's dtype."""
     tf = _tensorflow()
     return tf.cast(gelu(tf.cast(x, tf.float32)), x.dtype)
 
 
-@_xla
+@xla_kernel
 def _gelu_backward(x, dy):
     """dy * gelu'(x) = dy * (Phi(x) + x phi(x)) in one XLA kernel (float32 inside, x's dtype out)."""
     tf = _tensorflow()
@@ -71,7 +72,7 @@ def gelu_for_training(x):
 # -------------------------------------------------------------------------------------------- LayerNorm
 
 
-@_xla
+@xla_kernel
 def _layer_norm_forward(x, gamma, beta, epsilon):
     """x float32 [N, H], gamma/beta [H] -> (y [N, H], mean [N, 1], inverse std [N, 1])."""
     tf = _tensorflow()
@@ -81,7 +82,7 @@ def _layer_norm_forward(x, gamma, beta, epsilon):
     return centered * inverse_std * gamma + beta, mean, inverse_std
 
 
-@_xla
+@xla_kernel
 def _layer_norm_backward(x, gamma, mean, inverse_std, dy):
     """The gradients of `_layer_norm_forward` w.r.t. x [N, H], gamma [H] and beta [H], given dy [N, H]."""
     tf = _tensorflow()
@@ -128,7 +129,7 @@ def splitmix64(z):
     return tf.bitwise.bitwise_xor(z, tf.bitwise.right_shift(z, _u64(31)))
 
 
-@_xla
+@xla_kernel
 def _dropout_forward(x, key, threshold, scale):
     """x [...], key uint64 [] -> (x with each dropped element zeroed and the others times `scale`, keep bool [...]).
     Element n (row-major) is dropped when the top 16 bits of splitmix64(key + (n + 1) * gamma) are < threshold."""
@@ -139,7 +140,7 @@ def _dropout_forward(x, key, threshold, scale):
     return tf.where(keep, x * tf.cast(scale, x.dtype), tf.zeros((), x.dtype)), keep
 
 
-@_xla
+@xla_kernel
 def _dropout_backward(dy, keep, scale):
     """The gradient of `_dropout_forward` w.r.t. x: dy [...] where kept, times `scale`; 0 where dropped."""
     tf = _tensorflow()
