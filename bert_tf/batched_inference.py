@@ -117,11 +117,14 @@ class BatchedInference:
         axis of each output follows the width."""
         spec = {k: tf.TensorSpec([None, *v.shape[1:-1], None], tf.as_dtype(v.dtype)) for k, v in inputs.items()}
         # Full-width batches (trim=False) need no padding back: their outputs stay as they come.
-        self._token_axes = self._width_axes(spec) if self.trim else None
+        self._token_axes = None
         if self.on_jax:
+            self._token_axes = self._width_axes(spec) if self.trim else None
             self._function = self.forward
             return
         function = tf.function(self.forward, input_signature=[spec], jit_compile=self.use_xla)
+        if self.trim:  # the trace every batch runs (any rows, any width), against one at a fixed width
+            self._token_axes = self._width_axes(spec, function.get_concrete_function().structured_outputs)
         if self.replicas == 1:
             self._function = function
         else:
@@ -139,23 +142,25 @@ class BatchedInference:
         results = self.strategy.experimental_local_results(self._function(values))
         return tf.nest.map_structure(lambda *ts: np.concatenate([t.numpy() for t in ts]), *results)
 
-    def _width_axes(self, spec):
-        """Per output of `forward`, the axis that follows the inputs' width, or None: the axis whose static
-        size differs between two traces at the widths 2 and 3 (an axis unknown in both, e.g. a pair
-        embedder's [N, 2, H], is not one)."""
-        shapes = []
-        for width in (2, 3):
-            fixed = {k: tf.TensorSpec([*v.shape[:-1], width], v.dtype) for k, v in spec.items()}
-            if self.on_jax:  # shapes only, nothing computed (a batch of one: JAX shapes are static)
-                import jax
-                fixed = {k: jax.ShapeDtypeStruct([1, *v.shape[1:]], v.dtype.as_numpy_dtype) for k, v in fixed.items()}
-                traced = tf.nest.map_structure(lambda t: tf.TensorShape([None, *t.shape[1:]]),
-                                               jax.eval_shape(self.forward, fixed))
-                shapes.append(tf.nest.flatten(traced))
-                continue
+    def _width_axes(self, spec, any_width=None):
+        """Per output of `forward`, the axis that follows the inputs' width, or None. TensorFlow: the axis
+        unknown in `any_width` (the outputs traced at any width) and known in a trace at the width 2; JAX: the
+        axis whose size differs between the widths 2 and 3 (shapes only, nothing computed). An axis unknown in
+        both (e.g. a pair embedder's [N, 2, H]) is not one."""
+        if not self.on_jax:
+            fixed = {k: tf.TensorSpec([*v.shape[:-1], 2], v.dtype) for k, v in spec.items()}
             traced = tf.function(self.forward).get_concrete_function(fixed).structured_outputs
-            shapes.append([t.shape for t in tf.nest.flatten(traced)])
-        return [next((axis for axis in range(1, a.rank or 0) if a[axis] != b[axis]), None) for a, b in zip(*shapes)]
+            return [next((axis for axis in range(1, a.rank or 0) if a[axis] is None and b[axis] is not None), None)
+                    for a, b in zip((t.shape for t in tf.nest.flatten(any_width)),
+                                    (t.shape for t in tf.nest.flatten(traced)))]
+        import jax
+
+        shapes = []
+        for width in (2, 3):  # a batch of one: JAX shapes are static
+            fixed = {k: jax.ShapeDtypeStruct([1, *v.shape[1:-1], width], v.dtype.as_numpy_dtype)
+                     for k, v in spec.items()}
+            shapes.append([t.shape for t in tf.nest.flatten(jax.eval_shape(self.forward, fixed))])
+        return [next((axis for axis in range(1, len(a)) if a[axis] != b[axis]), None) for a, b in zip(*shapes)]
 
     @staticmethod
     def _full_width(value, axis, full):
