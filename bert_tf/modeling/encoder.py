@@ -40,10 +40,11 @@ class BertEncoder(keras.Model):
     Under a mixed-precision policy matmuls run in the compute dtype; LayerNorm and softmax run in float32.
 
     `skip_padding=True` runs the position-wise parts of the Transformer layers (every Dense, LayerNorm,
-    dropout and residual add) on the real tokens only, attention padded and masked as before
-    (`PackedTokens`: a batch of texts of different lengths costs the compute of its real tokens, not of
-    B * T); the outputs at real positions are those of the padded computation to float rounding, and so are
-    the gradients; `sequence_output` and `encoder_outputs` are zero at the padding. Not under XLA (the packed
+    dropout and residual add) and the embeddings' LayerNorm and dropout on the real tokens only, attention
+    padded and masked as before (`PackedTokens`: a batch of texts of different lengths costs the compute of
+    its real tokens, not of B * T); the outputs at real positions are those of the padded computation to float
+    rounding, and so are the gradients; `sequence_output`, `encoder_outputs` and `embedding_output` are zero
+    at the padding. Not under XLA (the packed
     shape depends on input_mask's values). `skip_padding=None` (the default): the attribute `skip_padding`,
     itself None by default: on in training where packing is possible (`packing_possible`: not under XLA /
     jax.jit), off otherwise (inference batches are grouped by length already, `bert_tf.batched_inference`).
@@ -104,15 +105,13 @@ class BertEncoder(keras.Model):
             input_mask = ops.ones_like(input_ids)
         if segment_ids is None:
             segment_ids = ops.zeros_like(input_ids)
-        hidden = self.embeddings(input_ids, segment_ids, training=training)
-        embedding_output = hidden
         if skip_padding is None:
             skip_padding = self.skip_padding
         if skip_padding is None:
             skip_padding = bool(training) and packing_possible(input_mask)
         packed = PackedTokens(input_mask, bucket_rows=bool(training)) if skip_padding else None
-        if packed is not None:
-            hidden = packed.pack(hidden)
+        hidden = self.embeddings(input_ids, segment_ids, training=training, packed=packed)
+        embedding_output = hidden
         encoder_outputs, all_probs = [], []
         last = len(self.transformer_layers) - 1
         for index, layer in enumerate(self.transformer_layers):
@@ -132,7 +131,7 @@ class BertEncoder(keras.Model):
             SEQUENCE_OUTPUT: hidden,
             POOLED_OUTPUT: self.pooler(self._pooled_token(hidden, input_mask)),
             ENCODER_OUTPUTS: encoder_outputs,
-            "embedding_output": embedding_output,
+            "embedding_output": packed.unpack(embedding_output) if packed is not None else embedding_output,
         }
         if output_attention_probs:
             outputs["attention_probs"] = all_probs

@@ -18,6 +18,8 @@ class BertEmbeddings(keras.layers.Layer):
 
     Call: `input_ids`, `segment_ids` int [B, T] with T <= max_position_embeddings -> [B, T, H] in the compute
     dtype (float32, or bfloat16/float16 under a mixed-precision policy: the dropout after the LayerNorm casts).
+    With `packed` (a `PackedTokens` of the input mask): the real tokens only, [N, H], the LayerNorm and the
+    dropout computed on them alone (on the TensorFlow backend the same kernel shapes as the layers' own).
     """
 
     def __init__(self, vocab_size, hidden_size, max_position_embeddings, type_vocab_size,
@@ -46,7 +48,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, input_ids, segment_ids, training=None):
+    def call(self, input_ids, segment_ids, training=None, packed=None):
         seq_length = input_ids.shape[1]
         if seq_length is not None and seq_length > self.max_position_embeddings:
             raise ValueError(f"sequence length {seq_length} exceeds max_position_embeddings="
@@ -56,6 +58,8 @@ class BertEmbeddings(keras.layers.Layer):
         token_type = ops.cast(ops.take(self.token_type_embeddings, segment_ids, axis=0), "float32")
         positions = ops.cast(self.position_embeddings[: ops.shape(input_ids)[1]], "float32")
         embeddings = word + token_type + positions[None, :, :]
+        if packed is not None:
+            embeddings = packed.pack(embeddings)
         return self.dropout(self.layer_norm(embeddings), training=training)
 
     def get_config(self):
