@@ -196,7 +196,7 @@ def optimizer_block(kind):
     from bert_tf.config import BertConfig
     from bert_tf.modeling.encoder import BertEncoder
     from bert_tf.training import optimization
-    encoder = BertEncoder(BertConfig.from_json_file(os.path.join(ROOT, "configs", "bert_base_uncased.json")))
+    encoder = BertEncoder(BertConfig.from_json_file(os.path.join(ROOT, "bert_tf", "configs", "bert_base_uncased.json")))
     encoder.build()
     variables = encoder.trainable_variables
     grads = [tf.random.normal(v.shape, stddev=1e-3) for v in variables]
