@@ -95,6 +95,32 @@ def test_summary_names_what_the_run_wrote_and_its_headline_metrics(tmp_path):
     assert (tmp_path / "new" / "eval_results.txt").exists()  # a folder with a file in it stays
 
 
+EXIT_SCRIPT = """
+import atexit
+import sys
+from bert_tf.cli import scripting
+
+def main(argv):
+    atexit.register(lambda: open(argv[1], "w").write("atexit ran"))
+    sys.stdout.write("unflushed output")  # no newline, no flush: a buffered pipe until the exit
+    return int(argv[2])
+
+scripting.run(main)
+"""
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_a_run_that_ends_well_exits_at_once_with_its_status_its_output_and_its_atexit_handlers(tmp_path, status):
+    """_exit_now skips the interpreter's teardown, not the atexit handlers, buffered output or main's status."""
+    marker = tmp_path / "marker"
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # stdout a buffered pipe
+    done = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, str(marker), str(status)], capture_output=True,
+                          text=True, cwd=ROOT, env=buffered)
+    assert done.returncode == status, done.stderr
+    assert done.stdout == "unflushed output" and "Done in" in done.stderr.splitlines()[-1], done.stderr
+    assert marker.read_text() == "atexit ran"
+
+
 def test_help_exits_0_and_a_bad_flag_1(tmp_path):
     """absl's help flags exit with status 1; a command asked for its help exits with 0 (a flag error stays 1)."""
     for help_flag in ("--help", "-?", "--helpshort", "--helpfull"):
