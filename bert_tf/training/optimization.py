@@ -81,6 +81,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         self.epsilon = epsilon
         self.exclude_from_weight_decay = tuple(exclude_from_weight_decay or ())
         self.bias_correction = bias_correction
+        self._gradient_scale = None  # apply()'s gradient_scale, while it runs
 
     def build(self, var_list):
         if self.built:
@@ -104,15 +105,15 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     def _scaled(self, gradient, dtype):
         """The gradient in `dtype`, times `apply`'s gradient_scale when one was given."""
         gradient = ops.cast(gradient, dtype)
-        scale = getattr(self, "_gradient_scale", None)
-        return gradient if scale is None else gradient * ops.cast(scale, dtype)
+        return gradient if self._gradient_scale is None else gradient * ops.cast(self._gradient_scale, dtype)
 
     def _moments(self, gradient, variable):
         """Updates the moments of `variable` for this step; returns (m, v, whether it takes weight decay)."""
         index = self._get_variable_index(variable)
         m, v = self._m[index], self._v[index]
-        self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)
-        self.assign(v, self.beta_2 * v + (1.0 - self.beta_2) * ops.square(gradient))
+        new_m, new_v = adam_moments(m, v, gradient, self.beta_1, self.beta_2)
+        self.assign(m, new_m)
+        self.assign(v, new_v)
         return m, v, self._decay[index]
 
     def _step_size(self, learning_rate):
@@ -133,8 +134,8 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
                      weight_decay_rate=self.weight_decay_rate if self._decay[index] else 0.0)
         m, v = self._m[index], self._v[index]
         if keras.backend.backend() == "tensorflow":
-            scale = getattr(self, "_gradient_scale", None)
-            _tensorflow_update(variable, m, v, gradient, ops.ones((), dtype) if scale is None else scale, **hyper)
+            scale = ops.ones((), dtype) if self._gradient_scale is None else self._gradient_scale
+            _tensorflow_update(variable, m, v, gradient, scale, **hyper)
             return
         new_variable, new_m, new_v = adam_weight_decay_update(variable, m, v, self._scaled(gradient, dtype), **hyper)
         self.assign(m, new_m)
@@ -156,9 +157,14 @@ def adam_weight_decay_update(variable, m, v, gradient, learning_rate, step_size,
     bias-corrected for AdamW."""
     if weight_decay_rate:
         variable = variable - learning_rate * weight_decay_rate * variable
-    m = beta_1 * m + (1.0 - beta_1) * gradient
-    v = beta_2 * v + (1.0 - beta_2) * ops.square(gradient)
+    m, v = adam_moments(m, v, gradient, beta_1, beta_2)
     return variable - step_size * m / (ops.sqrt(v) + epsilon), m, v
+
+
+def adam_moments(m, v, gradient, beta_1, beta_2):
+    """Adam's moments after a step with `gradient` (all of one shape): (beta_1 m + (1 - beta_1) g,
+    beta_2 v + (1 - beta_2) g^2)."""
+    return beta_1 * m + (1.0 - beta_1) * gradient, beta_2 * v + (1.0 - beta_2) * ops.square(gradient)
 
 
 def _tensorflow_update(variable, m, v, gradient, gradient_scale, **hyper):

@@ -30,15 +30,14 @@ class PackedTokens:
     def __init__(self, input_mask, bucket_rows=False):
         real = ops.reshape(ops.not_equal(input_mask, 0), (-1,))  # [B * T]
         self.rows = ops.nonzero(real)[0]  # int [N]: the flat position (row * T + position) of each real token
-        count = ops.shape(self.rows)[0]
+        count, extra, nowhere = ops.shape(self.rows)[0], 0, ops.shape(real)[0]
+        if bucket_rows:  # at most B * T rows: never more than the padded computation
+            extra = ops.minimum(bucketed_size(count), nowhere) - count
         # [N' + 1]: the flat position each packed row (and the zero row `unpack` appends) goes back to; B * T
         # (nowhere) for the extra rows and the zero row.
-        self._unpacked_at = ops.concatenate([self.rows, ops.full((1,), ops.shape(real)[0], self.rows.dtype)])
-        if bucket_rows:  # at most B * T rows: never more than the padded computation
-            extra = ops.minimum(bucketed_size(count), ops.shape(real)[0]) - count
+        self._unpacked_at = ops.concatenate([self.rows, ops.full((extra + 1,), nowhere, self.rows.dtype)])
+        if bucket_rows:
             self.rows = ops.concatenate([self.rows, ops.zeros((extra,), self.rows.dtype)])
-            self._unpacked_at = ops.concatenate([
-                self._unpacked_at, ops.full((extra,), ops.shape(real)[0], self.rows.dtype)])
             count = count + extra
         # [B, T]: the packed row of each token, N' (a zero row appended by `unpack`) for the padding.
         packed_row = ops.cumsum(ops.cast(real, "int32")) - 1
