@@ -1,5 +1,6 @@
 """scripting.run: the errors of bad input, files, disks and TensorFlow end a script with one `Error:` line
-(exit 1), with the traceback on request; a bug keeps its traceback; a run that ends well logs a summary."""
+(exit 1), with the traceback on request; a bug keeps its traceback; a run that ends well logs a summary;
+output paths that are not local folders are refused before anything is created; --log_dir writes a log file."""
 
 import os
 import re
@@ -10,8 +11,6 @@ import sys
 import pytest
 
 from tests.helpers.tiers import first_in_make_test
-
-pytestmark = pytest.mark.subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = """
@@ -38,6 +37,7 @@ def run(kind, **env):
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize("kind, line", first_in_make_test([
     ("tensorflow", "Error: TensorFlow DataLossError: corrupted record at 12"),
     ("disk", "Error: [Errno 28] cannot write /out/x: No space left on device"),
@@ -50,6 +50,7 @@ def test_one_error_line(kind, line):
     assert code == 1 and "Traceback" in stderr, stderr
 
 
+@pytest.mark.subprocess
 def test_a_bug_keeps_its_traceback():
     code, stderr = run("bug")
     assert code == 1 and "Traceback" in stderr and "KeyError: 'a bug'" in stderr
@@ -76,6 +77,7 @@ scripting.run(main)
 """
 
 
+@pytest.mark.subprocess
 def test_summary_names_what_the_run_wrote_and_its_headline_metrics(tmp_path):
     """A run that ends well logs one last line: wall time, the output entries it wrote, eval results' headline
     metrics (--best_metric first); an output folder that was already there keeps its older entries unnamed."""
@@ -109,6 +111,7 @@ scripting.run(main)
 """
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("status", [0, 3])
 def test_a_run_that_ends_well_exits_at_once_with_its_status_its_output_and_its_atexit_handlers(tmp_path, status):
     """_exit_now skips the interpreter's teardown, not the atexit handlers, buffered output or main's status."""
@@ -121,6 +124,7 @@ def test_a_run_that_ends_well_exits_at_once_with_its_status_its_output_and_its_a
     assert marker.read_text() == "atexit ran"
 
 
+@pytest.mark.subprocess
 def test_help_exits_0_and_a_bad_flag_1(tmp_path):
     """absl's help flags exit with status 1; a command asked for its help exits with 0 (a flag error stays 1)."""
     for help_flag in ("--help", "-?", "--helpshort", "--helpfull"):
@@ -165,6 +169,7 @@ def filtered(text, level):
                           capture_output=True, text=True, check=True).stdout
 
 
+@pytest.mark.subprocess
 def test_the_startup_filter_drops_only_tensorflows_startup_lines():
     assert filtered(STARTUP_LINES + KEPT_LINES, 1) == KEPT_LINES
     assert filtered(STARTUP_LINES + KEPT_LINES, 2) == KEPT_LINES.split("\n", 1)[1]  # level 2: no warnings
@@ -172,6 +177,7 @@ def test_the_startup_filter_drops_only_tensorflows_startup_lines():
     assert filtered(cuinit, 1) == cuinit  # a driver that is there and fails is a real error
 
 
+@pytest.mark.subprocess
 def test_a_command_starts_without_tensorflows_startup_lines():
     """A command that imports TensorFlow (convert_checkpoint) prints no line of TensorFlow's C++ logging before
     its help; TF_CPP_MIN_LOG_LEVEL is 1 unless the user set it, and a user's 0 shows every line."""
@@ -188,6 +194,7 @@ def test_a_command_starts_without_tensorflows_startup_lines():
     assert done.stdout == "0\n" and "port.cc" in done.stderr  # oneDNN's start-up line, on x86 CPUs
 
 
+@pytest.mark.subprocess
 def test_what_dies_while_tensorflow_starts_is_still_shown(tmp_path):
     """The filter is a process of its own: the last words of a process that aborts inside the filtered window
     (a stand-in `tensorflow` package that logs and aborts) reach stderr, without the start-up lines."""
@@ -221,3 +228,100 @@ def test_library_parameters_are_written_as_the_commands_flags():
     }
     for message, expected in cases.items():
         assert as_flags(message, names) == expected
+
+
+def test_output_paths_must_be_local_and_not_under_a_symbolic_link_to_nothing(tmp_path):
+    """`check_output_paths`, which scripting.run applies to the output flags before anything is created."""
+    from bert_tf.cli.scripting import check_output_paths
+
+    for name, value in [("output_dir", "gs://bucket/run"), ("export_dir", "s3://bucket/model"),
+                        ("output_file", "part-0.tfrecord,hdfs://node/part-1.tfrecord")]:
+        with pytest.raises(ValueError, match=rf"^--{name}={re.escape(value)}: output files and folders must be "
+                                             "local paths .*gcsfuse"):
+            check_output_paths({name: value})
+    link, missing = tmp_path / "out", tmp_path / "missing"
+    link.symlink_to(missing)
+    with pytest.raises(ValueError, match=rf"^--output_dir={re.escape(str(link))} is a symbolic link to "
+                                         rf"{re.escape(str(missing))}, which does not exist$"):
+        check_output_paths({"output_dir": str(link)})
+    with pytest.raises(ValueError, match=rf"^--export_dir={re.escape(str(link))}/run: {re.escape(str(link))} is a "
+                                         rf"symbolic link to {re.escape(str(missing))}, which does not exist$"):
+        check_output_paths({"export_dir": f"{link}/run"})
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "folder")
+    check_output_paths({"output_dir": str(tmp_path / "linked" / "new"), "output_file": str(tmp_path / "x.txt")})
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("output_dir, line", [
+    ("gs://bucket/run", "Error: --output_dir=gs://bucket/run: output files and folders must be local paths"),
+    ("out", "Error: --output_dir=out is a symbolic link to missing, which does not exist"),
+], ids=["gs", "dangling symlink"])
+def test_a_run_on_an_output_dir_it_cannot_use_stops_before_creating_anything(tmp_path, output_dir, line):
+    """A gs:// --output_dir used to make a folder `gs:` in the working directory and fill it; a symbolic link
+    to nothing stopped with makedirs' "File exists"."""
+    if output_dir == "out":
+        (tmp_path / "out").symlink_to("missing")
+    done = subprocess.run([sys.executable, "-c", SUMMARY_SCRIPT, f"--output_dir={output_dir}"], capture_output=True,
+                          text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": ROOT})
+    errors = [x for x in done.stderr.splitlines() if x.startswith("Error:")]
+    assert done.returncode == 1 and len(errors) == 1 and errors[0].startswith(line), done.stderr
+    assert "Traceback" not in done.stderr
+    assert sorted(os.listdir(tmp_path)) == ([] if output_dir.startswith("gs:") else ["out"])
+
+
+@pytest.mark.subprocess
+def test_a_stdout_that_cannot_be_written_ends_a_run_with_one_error_line(tmp_path):
+    """_exit_now's flush of a full stdout (/dev/full) used to raise: a traceback and exit status 120."""
+    marker = tmp_path / "marker"
+    buffered = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, str(marker), "0"], stdout=full,
+                              stderr=subprocess.PIPE, text=True, cwd=ROOT, env=buffered)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1] == ("Error: cannot write the standard output: [Errno 28] No space left on "
+                                            "device"), done.stderr
+    assert marker.read_text() == "atexit ran"
+
+
+def test_exit_now_reports_a_closed_stdout_and_exits_1(monkeypatch, tmp_path):
+    """In-process: a closed stdout (ValueError on flush) gives one line on stderr and exit status 1."""
+    import atexit
+    import io
+
+    from bert_tf.cli import scripting
+
+    class Exited(Exception):
+        pass
+
+    def exit_now(status):
+        raise Exited(status)
+
+    closed, stderr = open(tmp_path / "stdout", "w"), io.StringIO()
+    closed.close()
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: None)  # not this test process's own handlers
+    monkeypatch.setattr(os, "_exit", exit_now)
+    monkeypatch.setattr(sys, "stdout", closed)
+    monkeypatch.setattr(sys, "stderr", stderr)
+    with pytest.raises(Exited) as exited:
+        scripting._exit_now(None)
+    assert exited.value.args == (1,)
+    assert stderr.getvalue() == "Error: cannot write the standard output: I/O operation on closed file.\n"
+
+
+@pytest.mark.subprocess
+def test_log_dir_writes_the_log_to_a_file_as_well(tmp_path):
+    """absl's --log_dir used to write no file. The log still goes to stderr too; a missing folder is refused."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    done = subprocess.run([sys.executable, "-c", SUMMARY_SCRIPT, f"--output_dir={tmp_path}/out", f"--log_dir={logs}"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0 and "] Done in" in done.stderr.splitlines()[-1], done.stderr
+    files = [path for path in logs.iterdir() if not path.is_symlink()]
+    assert len(files) == 1 and ".INFO." in files[0].name, sorted(logs.iterdir())
+    assert "] Done in" in files[0].read_text().splitlines()[-1]
+    done = subprocess.run([sys.executable, "-c", SUMMARY_SCRIPT, f"--output_dir={tmp_path}/out2",
+                           f"--log_dir={tmp_path}/missing"], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 1 and done.stderr.splitlines()[-1] == (
+        f"Error: --log_dir={tmp_path}/missing: expected an existing writable folder"), done.stderr
+    assert not (tmp_path / "out2").exists()

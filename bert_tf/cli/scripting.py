@@ -77,6 +77,12 @@ def run(main, lock_output=True):
     ends well logs its `summary` last and exits at once (`_exit_now`). The library's errors and warnings
     name its parameters; the command's user reads them as its flags (`as_flags`).
 
+    Before anything is created, the output flags are checked (`check_output_paths`: local paths only, no
+    output folder under a symbolic link to nothing). absl's --log_dir writes the log to a file in that
+    folder (absl's `<program>.<host>.<user>.log.INFO.<time>.<pid>`, with a `<program>.INFO` link to the
+    newest), and the log still goes to stderr unless --alsologtostderr or --stderrthreshold is given
+    (absl's own rules then; --logtostderr writes no file).
+
     lock_output: the command holds the lock of its --output_dir / --export_dir for its whole run
     (`bert_tf.run_lock`: a second run on the same folder stops at once with one line naming the holder), and
     first removes the temporary files that killed runs left there (`atomic_io.remove_leftovers`); False
@@ -84,8 +90,12 @@ def run(main, lock_output=True):
 
     def guarded(argv):
         logging.get_absl_handler().addFilter(_WarningsAsFlags())
-        created, started = _new_output_directories(), time.time()
+        created, started = [], time.time()
         try:
+            _log_to_file()
+            check_output_paths({name: flags.FLAGS[name].value for name in OUTPUT_FLAGS
+                                if name in flags.FLAGS and flags.FLAGS[name].value})
+            created = _new_output_directories()
             with contextlib.ExitStack() as locks:
                 for folder in _locked_folders() if lock_output else ():
                     locks.enter_context(run_lock.hold(folder, os.path.basename(sys.argv[0])))
@@ -111,14 +121,26 @@ def _exit_now(status):
     (main's return: None or an int), skipping the interpreter's teardown of TensorFlow's graphs and modules
     (about 1.2 s after a fine-tuning run), which has nothing left to save: every file the command wrote is
     complete, synced and closed by then. In an interactive session (a notebook's kernel, `python -i`)
-    absl's SystemExit instead, which leaves the session running."""
+    absl's SystemExit instead, which leaves the session running.
+
+    A stdout that cannot be flushed (closed, a full disk, a reader that went away) means the command's
+    output is incomplete: one `Error: cannot write the standard output: ...` line on stderr (when stderr can
+    take it) and exit status 1, not a traceback. A stderr that cannot be flushed changes nothing: it is the
+    log, and there is nowhere left to report it."""
     if "ipykernel" in sys.modules or hasattr(sys, "ps1") or sys.flags.interactive:
         sys.exit(status)
     atexit._run_exitfuncs()
-    logging.flush()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0 if status is None else int(status))
+    logging.flush()  # absl's handler ignores the errors of its stream
+    status = 0 if status is None else int(status)
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError) as e:  # ValueError: a closed file
+        status = 1
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"Error: cannot write the standard output: {e}\n")
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    os._exit(status)
 
 
 HELP_FLAGS = ("help", "helpshort", "helpfull", "helpxml")
@@ -204,6 +226,57 @@ def _results(directory, new_entries):
         with open(os.path.join(directory, "eval_results.json"), encoding="utf-8") as f:
             results.update({k: v for k, v in json.load(f).items() if isinstance(v, (int, float))})
     return results
+
+
+# A path that names a scheme (gs://, s3://, hdfs://, file://), first or after a comma (create_pretraining_data's
+# list of output files).
+_URL = re.compile(r"(?:^|,)\s*[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def check_output_paths(values):
+    """ValueError naming the flag and its value for an output path that a command cannot use as given:
+    a `scheme://` path (the commands write with Python's file functions, which would make a local folder
+    `gs:`, and the run's lock is a local flock), or an output folder (OUTPUT_DIRECTORY_FLAGS) that is, or
+    lies under, a symbolic link to nothing (makedirs would say only "File exists").
+
+    values: {flag name: value} of the command's output flags (OUTPUT_FLAGS) that are set."""
+    for name, value in values.items():
+        if _URL.search(value):
+            why = "the run's lock is a local file lock" if name in OUTPUT_DIRECTORY_FLAGS else "written locally"
+            raise ValueError(f"--{name}={value}: output files and folders must be local paths ({why}); mount the "
+                             "bucket (e.g. with gcsfuse) and name the mounted folder, or copy the outputs there "
+                             "after the run")
+        link = _dangling_link(value) if name in OUTPUT_DIRECTORY_FLAGS else None
+        if link:
+            where = "" if link == os.path.abspath(value) else f": {link}"
+            raise ValueError(f"--{name}={value}{where} is a symbolic link to {os.readlink(link)}, which does not "
+                             "exist")
+
+
+def _dangling_link(path):
+    """`path` (made absolute) or the folder above it nearest to it that is a symbolic link to nothing; None
+    when there is none."""
+    path = os.path.abspath(path)
+    while True:
+        if os.path.islink(path) and not os.path.exists(path):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
+def _log_to_file():
+    """With --log_dir (given, not empty): absl's handler writes the log to a file in that folder too (see
+    `run`); ValueError naming the flag unless the folder exists and is writable."""
+    if not (flags.FLAGS["log_dir"].present and flags.FLAGS.log_dir):
+        return
+    log_dir = flags.FLAGS.log_dir
+    if not os.path.isdir(log_dir) or not os.access(log_dir, os.W_OK):
+        raise ValueError(f"--log_dir={log_dir}: expected an existing writable folder")
+    if not (flags.FLAGS["alsologtostderr"].present or flags.FLAGS["stderrthreshold"].present):
+        flags.FLAGS.alsologtostderr = True  # the log on stderr as without --log_dir
+    logging.get_absl_handler().use_absl_log_file()
 
 
 def _locked_folders():
