@@ -178,17 +178,40 @@ def write_config(directory, config):
 SETTINGS_FILE = "training_settings.json"
 
 
-def check_resumable(directory, config, settings):
+def state_backend(prefix):
+    """The Keras backend whose training loop wrote the training state bundle at `prefix`: "tensorflow"
+    (`loop.Trainer`'s tf.train.Checkpoint, whose bundle holds its object graph), "jax" (`jax_loop.JaxTrainer`'s
+    named arrays, model/0 ...), or None when it is neither or unreadable. Read without TensorFlow."""
+    from bert_tf.formats import tensor_bundle  # here: formats/ imports this module
+
+    try:
+        names = tensor_bundle.read_bundle(prefix)[0]
+    except ValueError:
+        return None  # damaged: resuming names it (loop.Trainer._restore)
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
+        return "tensorflow"
+    return "jax" if "model/0" in names else None
+
+
+def check_resumable(directory, config, settings, fixed=(), backend=None):
     """Before a training run writes anything in `directory`: can it resume the training state there?
 
-    When `directory` holds a training state (it would resume from its newest step), ValueError if `config`
-    (a BertConfig) differs from the bert_config.json that state was trained with, naming every differing
-    field: nothing in `directory` is changed, so the state stays usable by the command that made it. Returns
-    the `settings` ({name: value}, e.g. learning_rate) that differ from those recorded with the state
-    (`record_settings`), as {name: (recorded, new)}; {} when there is no state or no record."""
-    states = steps(os.path.join(directory, STATE_DIR), STATE_NAME)
+    When `directory` holds a training state (it would resume from its newest step), ValueError, with nothing
+    in `directory` changed (the state stays usable by the command that made it), if
+      - `config` (a BertConfig) differs from the bert_config.json that state was trained with (naming every
+        differing field);
+      - the state was written by another Keras backend's loop than `backend` (default: this process's), whose
+        states are not interchangeable (`state_backend`);
+      - one of the settings named in `fixed` differs from the value recorded with the state (e.g.
+        train_batch_size: the saved input position and the step count are in batches of the recorded size;
+        mixed_precision: float16 adds a loss scale to the optimizer state).
+    Returns the other `settings` ({name: value}, e.g. learning_rate) that differ from those recorded with the
+    state (`record_settings`), as {name: (recorded, new)}; {} when there is no state or no record."""
+    state_dir = os.path.join(directory, STATE_DIR)
+    states = steps(state_dir, STATE_NAME)
     if not states:
         return {}
+    newest = checkpoint_prefix(state_dir, states[-1], STATE_NAME)
     config_path = os.path.join(directory, CONFIG_FILE)
     if os.path.exists(config_path):
         trained, wanted = type(config).from_json_file(config_path).to_dict(), config.to_dict()
@@ -198,22 +221,43 @@ def check_resumable(directory, config, settings):
             raise ValueError(f"{directory} holds the training state of step {states[-1]} of a model with another "
                              f"config ({CONFIG_FILE}: {', '.join(differences)}); it is left unchanged. Rerun with "
                              "the config it was trained with to resume it, or choose another output_dir")
-    return _changed(_read_settings(directory).get("settings", {}), settings)
+    if backend is None:
+        import keras  # here: reading a run directory needs no Keras
+
+        backend = keras.backend.backend()
+    written_by = state_backend(newest)
+    if written_by is not None and written_by != backend:
+        raise ValueError(f"{newest} is a training state written on Keras's {written_by} backend; this run is on "
+                         f"{backend}, whose training states differ (the model.ckpt-N weights are the same on "
+                         f"every backend, the optimizer and input state are not). Resume it with "
+                         f"KERAS_BACKEND={written_by}, or start a new run from its weights on {backend} with "
+                         f"init_checkpoint={directory} and another output_dir; {directory} is left unchanged")
+    changed = _changed(_read_settings(directory).get("settings", {}), settings)
+    for name in fixed:
+        if name in changed:
+            recorded, new = changed[name]
+            raise ValueError(f"{directory} holds the training state of step {states[-1]}, trained with "
+                             f"{name}={recorded}, which its saved input position, optimizer state or step count "
+                             f"depend on, so a resumed run cannot change it (this run: {name}={new}). Rerun with "
+                             f"{name}={recorded} to continue it, or start a new run from its weights with "
+                             f"init_checkpoint={directory} and another output_dir; {directory} is left unchanged")
+    return changed
 
 
-def check_training_start(directory, init_checkpoint, config, settings):
+def check_training_start(directory, init_checkpoint, config, settings, fixed=()):
     """Before a training run writes anything in `directory`: ValueError when `directory` is the folder of
     `init_checkpoint` (a path, an opened CheckpointSource or None; training would write its checkpoints and
-    `checkpoint` index over the model it starts from) or holds the training state of a model with another
-    config (`check_resumable`: the state is left unchanged); a warning naming each of `settings`
-    ({name: value}) that differs from the value that state was trained with."""
+    `checkpoint` index over the model it starts from) or holds a training state this run cannot resume
+    (`check_resumable`: another config, another backend's, or another value of a `fixed` setting; the state
+    is left unchanged); a warning naming each other setting of `settings` ({name: value}) that differs from
+    the value that state was trained with."""
     if init_checkpoint is not None:
         path = getattr(init_checkpoint, "path", init_checkpoint)
         if os.path.realpath(checkpoint_folder(path)) == os.path.realpath(directory):
             raise ValueError(f"output_dir={directory} is the folder of init_checkpoint={path}: training would "
                              "write its checkpoints and `checkpoint` index over the model it starts from; choose "
                              "another output_dir")
-    changed = check_resumable(directory, config, settings)
+    changed = check_resumable(directory, config, settings, fixed)
     if changed:
         logging.warning("Resuming %s with other settings than it was trained with: %s (recorded in %s)", directory,
                         ", ".join(f"{name} {old} -> {new}" for name, (old, new) in changed.items()), SETTINGS_FILE)
@@ -222,12 +266,14 @@ def check_training_start(directory, init_checkpoint, config, settings):
 def record_settings(directory, settings):
     """Writes `settings` ({name: JSON value}: the run's learning rate, batch size, ...) to
     `directory/training_settings.json`, keeping a list of the changes made by reruns that resumed with other
-    values ({"step", "setting", "from", "to"}: from the newest training state's step on)."""
-    previous = _read_settings(directory)
-    changes = list(previous.get("changes", []))
+    values ({"step", "setting", "from", "to"}: from the newest training state's step on). Without a training
+    state nothing was trained with the recorded settings (a run refused or stopped before its first save): they
+    are replaced, no change recorded."""
     states = steps(os.path.join(directory, STATE_DIR), STATE_NAME)
+    previous = _read_settings(directory) if states else {}
+    changes = list(previous.get("changes", []))
     for name, (recorded, new) in _changed(previous.get("settings", {}), settings).items():
-        changes.append({"step": states[-1] if states else 0, "setting": name, "from": recorded, "to": new})
+        changes.append({"step": states[-1], "setting": name, "from": recorded, "to": new})
     atomic_io.write_file(os.path.join(directory, SETTINGS_FILE),
                          json.dumps({"settings": settings, "changes": changes}, indent=2, sort_keys=True) + "\n")
 
@@ -238,9 +284,14 @@ def _read_settings(directory):
         return {}
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: not a valid settings file ({e}); remove it to record this run's") from None
+            recorded = json.load(f)
+        if not isinstance(recorded, dict) or not isinstance(recorded.get("settings", {}), dict) or \
+                not isinstance(recorded.get("changes", []), list):
+            raise ValueError('expected an object {"settings": {...}, "changes": [...]}')
+    except (ValueError, UnicodeDecodeError) as e:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"{path} is damaged ({e}); it records the settings this folder's training state was "
+                         "trained with: repair it, or remove it and the next run records its own") from None
+    return recorded
 
 
 def _changed(recorded, settings):
@@ -269,10 +320,18 @@ LABELS_FILE = "labels.txt"
 
 def write_labels(output_dir, labels):
     """Writes `output_dir/labels.txt`: the label names in label-id order, one per line (what export_model.py
-    needs to serve label strings), atomically."""
+    needs to serve label strings), atomically. ValueError, with nothing written, when output_dir holds a model
+    (weights or a training state) trained with other labels: its label ids mean those, and a resumed,
+    evaluated or exported model would report them under this run's names."""
     for label in labels:
         if not label or "\n" in label or label != label.strip():
             raise ValueError(f"label {label!r}: labels must be non-empty, one line, without surrounding spaces")
+    trained = read_labels(output_dir)
+    if trained is not None and trained != list(labels) and (
+            steps(output_dir) or steps(os.path.join(output_dir, STATE_DIR), STATE_NAME)):
+        raise ValueError(f"{output_dir} holds a model trained with the labels {' '.join(trained)} ({LABELS_FILE}); "
+                         f"this run's data has the labels {' '.join(labels)}: run it with the data that model was "
+                         "trained on, or choose another output_dir")
     atomic_io.write_file(os.path.join(output_dir, LABELS_FILE), "".join(label + "\n" for label in labels))
 
 

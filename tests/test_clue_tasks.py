@@ -235,6 +235,26 @@ BAD_LINES = [  # task, file, its text, the error
     ("cluewsc2020", "dev.json", jsonl({k: v for k, v in WSC_DEV.items() if k != "target"}),
      "dev.json:1: \"target\" is None; expected an object with span1_index, span1_text, span2_index, span2_text"),
     ("chnsenticorp", "train.tsv", f"label\ttext_a\n2\t{POSITIVE[0]}\n", "train.tsv:2: label '2' is not one of"),
+    # JSON values that are not what their key is for: null, numbers, lists
+    ("afqmc", "dev.json", jsonl({"sentence1": S[12], "sentence2": S[13], "label": None}),
+     r"dev.json:1: \"label\" is null; expected one of \['0', '1'\]$"),
+    ("tnews", "train.json", jsonl({"label": "102", "label_desc": "news_entertainment", "sentence": None,
+                                   "keywords": ""}),
+     r"train.json:1: \"sentence\" is null; expected a string \(the text\)$"),
+    ("afqmc", "train.json", jsonl({"sentence1": S[4], "sentence2": 1998, "label": "0"}),
+     r"train.json:1: \"sentence2\" is 1998; expected a string \(the text\)$"),
+    ("iflytek", "train.json", jsonl({"label": ["110"], "label_des": "社区超市", "sentence": POSITIVE[0]}),
+     r"train.json:1: \"label\" is \[\"110\"\]; expected one of \['0', '1', "),
+    ("afqmc", "dev.json", jsonl({"sentence1": S[12], "sentence2": S[13], "label": True}),
+     r"dev.json:1: \"label\" is true; expected one of \['0', '1'\]$"),
+    ("iflytek", "test.json", jsonl({"id": None, "sentence": NEGATIVE[0]}),
+     r"test.json:1: \"id\" is null; expected a string or an integer$"),
+    ("cluewsc2020", "dev.json", jsonl({**WSC_DEV, "text": None}),
+     r"dev.json:1: \"text\" is null; expected a string \(the text\)$"),
+    # a dev set whose every label is CMNLI's "-" (no majority) has nothing left to score
+    ("cmnli", "dev.json", jsonl({"sentence1": S[8], "sentence2": S[9], "label": "-"},
+                                {"sentence1": S[10], "sentence2": S[11], "label": "-"}),
+     r"dev.json: no examples in the dev set: all 2 are labelled '-', which the task leaves out$"),
 ]
 
 
@@ -246,6 +266,18 @@ def test_a_bad_line_names_its_file_and_line(tmp_path, task, name, text, error):
     with pytest.raises(ValueError, match=error) as e:
         clue.PROCESSORS[task]().get_examples(str(tmp_path), split)
     assert str(e.value).startswith(str(tmp_path / name) + ":")
+
+
+def test_integer_labels_null_test_labels_and_a_bom(tmp_path):
+    """A label written as a JSON integer is CLUE's string label; a null label in test.json is no label (as a
+    missing one); a UTF-8 byte order mark before ChnSentiCorp's header is not part of the header."""
+    write_files(tmp_path, {"train.json": jsonl({"sentence1": S[4], "sentence2": S[7], "label": 1}),
+                           "test.json": jsonl({"id": 0, "sentence1": S[15], "sentence2": S[16], "label": None})})
+    processor = clue.PROCESSORS["afqmc"]()
+    assert processor.get_train_examples(str(tmp_path)) == [InputExample("train-0", S[4], S[7], "1")]
+    assert processor.get_test_examples(str(tmp_path)) == [InputExample("test-0", S[15], S[16])]
+    (tmp_path / "train.tsv").write_bytes(b"\xef\xbb\xbf" + FILES["chnsenticorp"]["train.tsv"].encode("utf-8"))
+    assert clue.PROCESSORS["chnsenticorp"]().get_train_examples(str(tmp_path)) == EXPECTED["chnsenticorp"][0]
 
 
 @pytest.mark.slow

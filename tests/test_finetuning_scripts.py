@@ -101,7 +101,7 @@ def test_best_checkpoint_and_early_stopping(tiny_model_dir, tmp_path):
     assert results(tmp_path / "from_best")["global_step"] == best_step  # the step of best/, not 0
     bad = run("run_classifier.py", tiny_model_dir, task_name="custom", text_a_column="message", data_dir=data,
               output_dir=tmp_path / "bad", do_train=True, best_metric="eval_nothing")
-    assert bad.returncode == 1 and "--best_metric=eval_nothing is not an evaluation result" in bad.stderr
+    assert bad.returncode == 1 and "--best_metric=eval_nothing is not a dev result of this task" in bad.stderr
 
 
 @pytest.mark.slow
@@ -166,6 +166,53 @@ def test_bad_input(tiny_model_dir, tmp_path):
     assert done.returncode == 1 and "Error: unknown task 'glue'" in done.stderr
 
 
+def test_a_run_that_fails_before_saving_weights_leaves_no_folder(tiny_model_dir, tmp_path):
+    """A run refused after reading its data (here: an --init_checkpoint whose weights fail their checksum,
+    found when they are loaded) used to leave labels.txt in the new --output_dir."""
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    for path in tiny_model_dir["init_checkpoint"].parent.iterdir():
+        data = bytearray(path.read_bytes())
+        if ".data-" in path.name:
+            data[len(data) // 4] ^= 0xFF
+        (damaged / path.name).write_bytes(bytes(data))
+    data = write_files(tmp_path / "mnli", {k[len("MNLI/"):]: v for k, v in GLUE.items() if k.startswith("MNLI/")})
+    out = tmp_path / "new" / "out"
+    done = run("run_classifier.py", tiny_model_dir, task_name="MNLI", data_dir=data, output_dir=out, do_train=True,
+               init_checkpoint=damaged / "bert_model.ckpt")
+    assert done.returncode == 1 and "Checksum does not match" in done.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.slow
+def test_a_changed_best_metric_chooses_best_again_and_an_unknown_one_is_refused_first(tiny_model_dir, tmp_path):
+    """best/ used to change only when a new evaluation beat it: a rerun with another --best_metric said it kept
+    the best of that metric while best/ held the step the first one chose. A --best_metric the task never
+    reports was found at the first dev evaluation, after training, leaving files in a new folder."""
+    data = write_files(tmp_path, {k[len("MNLI/"):]: v for k, v in GLUE.items() if k.startswith("MNLI/")})
+    out = tmp_path / "out"
+    flags = dict(task_name="MNLI", data_dir=data, output_dir=out, do_train=True, train_batch_size=1, seed=1,
+                 num_train_epochs=2, save_checkpoints_steps=1, best_metric="eval_accuracy")
+    unknown = run("run_classifier.py", tiny_model_dir, **{**flags, "best_metric": "eval_f1"})
+    assert unknown.returncode == 1 and "Error: --best_metric=eval_f1 is not a dev result of this task; its dev " \
+        "results are eval_accuracy, eval_loss, eval_mismatched_accuracy, eval_mismatched_loss, global_step, loss" \
+        in unknown.stderr, unknown.stderr[-3000:]
+    assert not out.exists() and "training" not in unknown.stderr
+    trained = run("run_classifier.py", tiny_model_dir, **flags)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    history = {entry["step"]: entry["results"] for entry in map(json.loads, (out / "dev_evaluations.jsonl").open())}
+    by_accuracy = max(sorted(history), key=lambda step: history[step]["eval_accuracy"])  # the first of the best
+    by_loss = min(sorted(history), key=lambda step: history[step]["eval_loss"])
+    assert by_accuracy != by_loss, history  # the data must make the two metrics choose differently
+    assert results(out / "best")["global_step"] == by_accuracy
+    rerun = run("run_classifier.py", tiny_model_dir, **{**flags, "best_metric": "eval_loss"})
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert f"best held step {by_accuracy}, which another --best_metric chose" in rerun.stderr
+    assert results(out / "best")["global_step"] == by_loss
+    assert (out / "best" / f"model.ckpt-{by_loss}.index").exists()
+    assert json.loads((out / "training_settings.json").read_text())["settings"]["best_metric"] == "eval_loss"
+
+
 @pytest.mark.slow
 def test_reruns_that_do_not_fit_the_run_change_nothing_and_say_why(tiny_model_dir, tmp_path):
     """Another --bert_config_file: refused before anything is written (it used to replace bert_config.json
@@ -185,6 +232,24 @@ def test_reruns_that_do_not_fit_the_run_change_nothing_and_say_why(tiny_model_di
         "intermediate_size 37 (trained) vs 40); it is left unchanged. Rerun with the config it was trained with "
         "to resume it, or choose another --output_dir")
     assert {path.name: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
+    # A saved input position holds batches of the recorded size and order: another --train_batch_size used to
+    # record the change, then fail with "TensorFlow InvalidArgumentError: Graph execution error:"; another
+    # --group_by_length failed to restore the iterator. On JAX, a TensorFlow-written state was "not this
+    # model's" (it used to invite moving the state away, to start from step 0).
+    for changed, expected in (
+            ({"train_batch_size": 2}, "trained with --train_batch_size=1, which its saved input position, optimizer "
+                                      "state or step count depend on, so a resumed run cannot change it (this run: "
+                                      "--train_batch_size=2). Rerun with --train_batch_size=1 to continue it"),
+            ({"mixed_precision": "float16"}, "trained with --mixed_precision=float32, which "),
+            ({"group_by_length": True}, "trained with --group_by_length=False, which "),
+            ({"env": {"KERAS_BACKEND": "jax"}}, "ckpt-2 is a training state written on Keras's tensorflow backend; "
+                                                "this run is on jax")):
+        refused = run("run_classifier.py", tiny_model_dir, **{**flags, "num_train_epochs": 2, **changed})
+        assert refused.returncode == 1, refused.stderr[-3000:]
+        last = refused.stderr.strip().splitlines()[-1]
+        assert last.startswith("Error: ") and expected in last, last
+        assert f"--init_checkpoint={out} and another --output_dir; {out} is left unchanged" in last, last
+        assert {path.name: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before
     resumed = run("run_classifier.py", tiny_model_dir, **{**flags, "num_train_epochs": 2, "learning_rate": 1e-4})
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert re.search(r"Resuming \S+ with other settings than it was trained with: --learning_rate 5e-05 -> 0.0001, "

@@ -171,3 +171,19 @@ def test_accumulation_and_bfloat16_on_jax(pretraining_data, tmp_path):
                            mixed_precision="bfloat16", num_train_steps=9, iterations_per_loop=3), env=JAX)
     losses = step_losses(output)
     assert sorted(losses) == [3, 6, 9] and losses[9] < losses[3], output[-3000:]
+
+
+@pytest.mark.extended
+def test_tpu_on_jax_without_a_cluster_says_what_to_set(tiny_model_dir, tmp_path):
+    """It used to end with JAX's own "coordinator_address should be defined."."""
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "run_classifier.py"), "--use_tpu", "--task_name=sst-2",
+                           f"--data_dir={tmp_path}", f"--output_dir={out}", "--do_train",
+                           *[f"--{k}={v}" for k, v in tiny_model_dir.items()]],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600, env=dict(os.environ, **JAX))
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        "Error: --distribution_strategy=tpu on JAX runs every process of a cluster, and this process found none "
+        "(coordinator_address should be defined.); on a Cloud TPU VM JAX finds it by itself, elsewhere set "
+        "KERAS_DISTRIBUTION_JOB_ADDRESSES"), done.stderr[-2000:]
+    assert not out.exists()

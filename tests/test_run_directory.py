@@ -1,7 +1,9 @@
 """The run directory's names and rules: step parsing, complete bundles only, retention that never deletes
 the newest state, an index file that is checked rather than trusted, no silent use of older weights."""
 
+import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -76,3 +78,72 @@ def test_newest_export_refuses_weights_older_than_the_training_state(tmp_path):
                                          r"model\.ckpt-4; .*rerun its command to finish the export"):
         run_directory.newest_export(directory)
     assert run_directory.newest_export(str(tmp_path / "empty")) is None
+
+
+def test_settings_without_a_training_state_are_replaced_not_recorded_as_changes(tmp_path):
+    """A run refused (or stopped) before its first save used to leave its settings, and the corrected rerun
+    then recorded phantom changes at step 0."""
+    run_directory.record_settings(str(tmp_path), {"learning_rate": 1.0, "train_batch_size": 2})
+    run_directory.record_settings(str(tmp_path), {"learning_rate": 5e-5, "train_batch_size": 32})
+    recorded = json.loads((tmp_path / run_directory.SETTINGS_FILE).read_text())
+    assert recorded == {"settings": {"learning_rate": 5e-5, "train_batch_size": 32}, "changes": []}
+    (tmp_path / run_directory.STATE_DIR).mkdir()
+    (tmp_path / run_directory.STATE_DIR / "ckpt-7.index").write_bytes(b"")
+    run_directory.record_settings(str(tmp_path), {"learning_rate": 1e-4, "train_batch_size": 32})
+    recorded = json.loads((tmp_path / run_directory.SETTINGS_FILE).read_text())
+    assert recorded["changes"] == [{"step": 7, "setting": "learning_rate", "from": 5e-5, "to": 1e-4}]
+
+
+@pytest.mark.parametrize("text", ['{"settings": {"learning_rate": 0.1', '["learning_rate"]',
+                                  '{"settings": [1, 2]}', b'\xff\xfe'])
+def test_a_damaged_settings_file_is_named_in_one_line(tmp_path, text):
+    """A JSON list used to end in an AttributeError; every damage now says which file and what to do."""
+    path = tmp_path / run_directory.SETTINGS_FILE
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    (tmp_path / run_directory.STATE_DIR).mkdir()
+    (tmp_path / run_directory.STATE_DIR / "ckpt-1.index").write_bytes(b"")
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))} is damaged \(.+\); it records the settings "
+                                         "this folder's training state was trained with: repair it, or remove it"):
+        run_directory.record_settings(str(tmp_path), {"learning_rate": 1.0})
+
+
+def test_labels_of_a_trained_model_are_not_replaced_by_other_ones(tmp_path):
+    """A rerun on data with other labels used to write its labels.txt over the trained model's, then fail to
+    resume it (or, with as many labels, resume and evaluate it under the wrong names)."""
+    run_directory.write_labels(str(tmp_path), ["neg", "pos"])
+    run_directory.write_labels(str(tmp_path), ["bad", "good"])  # no model yet: this run's labels replace them
+    bundle(str(tmp_path), 3)
+    run_directory.write_labels(str(tmp_path), ["bad", "good"])  # the same labels: fine
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(tmp_path))} holds a model trained with the labels bad "
+                                         "good \\(labels.txt\\); this run's data has the labels good bad: "):
+        run_directory.write_labels(str(tmp_path), ["good", "bad"])
+    assert run_directory.read_labels(str(tmp_path)) == ["bad", "good"]
+
+
+def test_best_chosen_again_among_the_kept_weights_when_the_metric_changes(tmp_path, caplog):
+    """best/ held the best eval_loss (step 8); by eval_accuracy the best is step 2, whose weights retention
+    removed: best/ takes the best of the kept steps 4-8 (step 5), and the log says both."""
+    from absl import logging as absl_logging
+
+    from bert_tf.training.best_checkpoint import BestCheckpoint
+
+    out = str(tmp_path)
+    accuracy = {1: 0.5, 2: 0.9, 3: 0.6, 4: 0.7, 5: 0.8, 6: 0.8, 7: 0.6, 8: 0.7}
+    history = {step: {"eval_accuracy": accuracy[step], "eval_loss": 1.0 / step, "global_step": step}
+               for step in accuracy}
+    (tmp_path / run_directory.EVALUATIONS_FILE).write_text(
+        "".join(json.dumps({"step": step, "results": history[step]}) + "\n" for step in history))
+    for step in range(4, 9):
+        bundle(out, step)
+    run_directory.keep_best(out, 8, history[8])
+    assert BestCheckpoint(out, "eval_loss").best == 1.0 / 8  # the metric that chose best/: nothing to do
+    assert run_directory.indexed_step(os.path.join(out, "best")) == 8
+    with caplog.at_level(absl_logging.WARNING):
+        best = BestCheckpoint(out, "eval_accuracy")
+    assert run_directory.indexed_step(os.path.join(out, "best")) == 5
+    assert run_directory.read_results(os.path.join(out, "best"))["eval_accuracy"] == 0.8
+    assert "held step 8, which another best_metric chose (its eval_accuracy is 0.7); by eval_accuracy it holds " \
+        "step 5 (0.8)" in caplog.text
+    assert "The best eval_accuracy of" in caplog.text and "is step 2's (0.9), whose weights retention has removed" \
+        in caplog.text
+    assert best.best == 0.9  # early stopping still counts from the best evaluation

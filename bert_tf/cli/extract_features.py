@@ -42,6 +42,8 @@ def main(_):
     model_flags.check_init_checkpoint(config)
     flag_checks.check_input_file("input_file")
     flag_checks.check_output_file("output_file")
+    flag_checks.check_outputs_not_inputs(flag_checks.paths_of("output_file"), flag_checks.paths_of(
+        "input_file", "vocab_file", "bert_config_file", "init_checkpoint"))
     encoder = BertEncoder(config)
     load_checkpoint(encoder, FLAGS.init_checkpoint)
     extractor = FeatureExtractor(encoder, tokenizer, FLAGS.max_seq_length, layers, FLAGS.batch_size)

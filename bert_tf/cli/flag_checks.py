@@ -48,3 +48,49 @@ def check_output_file(name):
         raise ValueError(f"--{name}={path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
         raise ValueError(f"--{name}={path}: the folder {folder} is not writable")
+
+
+def check_outputs_not_inputs(outputs, inputs):
+    """ValueError `--output_file=a.txt is the same file as --input_file=data/a.txt; the output would replace
+    the input: choose another --output_file` for the first output path that is one of the input paths, by
+    any name (a symlink, a hard link, `./a.txt`, `d/../a.txt`): before a command writes anything, so that
+    its output never replaces what it reads.
+
+    outputs, inputs: {flag name: [paths]} (a None path, an optional flag not given, is skipped): a flag's
+    value, or what it stands for (the files a glob pattern matches, the shards of a pattern, a file in an
+    output folder); a path that is not the flag's value is named with it, `a.txt (of --input_file=*.txt)`.
+    Two paths are one file when they lead (symlinks followed) to the same device and inode: the same file
+    whatever its spelling or link. A path with no file (an output not written yet, an input that
+    the command's own checks report missing) is no input's: there is nothing there to replace."""
+    read = {}
+    for name, paths in inputs.items():
+        for path in filter(None, paths):
+            read.setdefault(_identity(path), (name, path))
+    read.pop(None, None)  # paths with no file
+    for name, paths in outputs.items():
+        for path in filter(None, paths):
+            replaced = read.get(_identity(path))
+            if replaced:
+                raise ValueError(f"{_named(name, path)} is the same file as {_named(*replaced)}; the output would "
+                                 f"replace the input: choose another --{name}")
+
+
+def paths_of(*names):
+    """{name: [value]} of the file flags `names`, for `check_outputs_not_inputs`."""
+    return {name: [FLAGS[name].value] for name in names}
+
+
+def _identity(path):
+    """(device, inode) of the file that `path` leads to (symlinks followed), or None when there is none."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _named(name, path):
+    """`--name=path` when `path` is the flag's value, else `path (of --name=value)`."""
+    value = FLAGS[name].value if name in FLAGS else None
+    path = os.fspath(path)
+    return f"--{name}={path}" if value in (None, path) else f"{path} (of --{name}={value})"

@@ -37,6 +37,7 @@ def main(_):
     logging.set_verbosity(logging.INFO)
     flag_checks.check_output_file("output_file")
     files = expand_input_patterns(FLAGS.input_file)
+    flag_checks.check_outputs_not_inputs({"output_file": [FLAGS.output_file]}, {"input_file": files})
     documents, sentences, reader = prepare_corpus(files, FLAGS.output_file, FLAGS.input_format, FLAGS.text_field,
                                                   FLAGS.invalid_utf8)
     if not documents:

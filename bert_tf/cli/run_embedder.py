@@ -18,9 +18,13 @@ The flags map onto `bert_tf.training.finetuning_run.RunOptions` and `bert_tf.tra
 (same names); the run is `embedder_run.run_embedder`, which a notebook calls the same way.
 """
 
+import os
+
 from absl import flags
 
-from bert_tf.cli import finetuning_flags, model_flags, scripting
+from bert_tf.cli import finetuning_flags, flag_checks, model_flags, scripting
+from bert_tf.formats import sentence_transformers
+from bert_tf.formats.source import checkpoint_folder
 from bert_tf.training.embedder_run import MODES, PairsTask, run_embedder
 
 FLAGS = flags.FLAGS
@@ -35,9 +39,22 @@ flags.mark_flag_as_required("data_dir")
 
 
 def main(_):
+    check_settings_not_replaced()
     strategy, options = finetuning_flags.prepare(modes=MODES)
     run_embedder(options, finetuning_flags.task_of(PairsTask), strategy,
                  config_name=model_flags.config_name())
+
+
+def check_settings_not_replaced():
+    """ValueError when the sentence-transformers settings that the run writes into --output_dir would replace
+    those of --init_checkpoint's folder (the same folder, e.g. an evaluation of a sentence-transformers
+    directory into itself: its pooling and max_seq_length would become this run's)."""
+    names = (sentence_transformers.MODULES_FILE, sentence_transformers.SETTINGS_FILE)
+    read = {}
+    if FLAGS.init_checkpoint:
+        read["init_checkpoint"] = [os.path.join(checkpoint_folder(FLAGS.init_checkpoint), name) for name in names]
+    flag_checks.check_outputs_not_inputs({"output_dir": [os.path.join(FLAGS.output_dir, name) for name in names]},
+                                         read)
 
 
 def console():

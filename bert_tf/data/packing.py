@@ -33,6 +33,11 @@ def check_max_seq_length(max_seq_length, segments):
                          f"piece of {what})")
 
 
+def truncation_note(truncated, total, what, max_seq_length):
+    """The start of a log line about truncation: "412 of 500 examples (82%) are longer than max_seq_length=8"."""
+    return f"{truncated} of {total} {what} ({truncated / total:.0%}) are longer than max_seq_length={max_seq_length}"
+
+
 def truncate_seq_pair(tokens_a, tokens_b, max_length):
     """Truncates two lists in place until len(tokens_a) + len(tokens_b) <= max_length.
 

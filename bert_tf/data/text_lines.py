@@ -1,23 +1,29 @@
 """Text files line by line: UTF-8 lines with file:line errors, JSON-lines objects. Pure Python.
 
 Every reader of user text (corpora, task data, sentences to embed or extract features from) reads it here, so
-a bad byte or a bad JSON line is reported the same way everywhere: one line naming `file:line`.
+a bad byte or a bad JSON line is reported the same way everywhere: one line naming `file:line`, and a UTF-8 byte
+order mark that an editor put at the start of a file is dropped everywhere (not read as part of a header, a
+JSON object or a first word).
 """
 
 import json
 
+BYTE_ORDER_MARK = "\ufeff"
+
 
 def decode_line(raw, path, number):
-    """The text of line `number` (1-based) of `path`, given its raw bytes, without the line end.
+    """The text of line `number` (1-based) of `path`, given its raw bytes, without the line end (and, on line 1,
+    without a leading byte order mark).
 
     Raises:
       ValueError naming `path:number` and the bytes around the error, if the line is not UTF-8.
     """
     try:
-        return raw.decode("utf-8").rstrip("\r\n")
+        text = raw.decode("utf-8").rstrip("\r\n")
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}:{number}: invalid UTF-8 at byte {e.start} of the line ({e.reason}: "
                          f"{raw[max(0, e.start - 10):e.end + 10]!r})") from None
+    return text.removeprefix(BYTE_ORDER_MARK) if number == 1 else text
 
 
 def read_lines(path):

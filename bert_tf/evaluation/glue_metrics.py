@@ -108,6 +108,15 @@ def logits_results(logits, labels, names=(), label_names=None):
     return results
 
 
+def result_names(names=(), label_names=None, regression=False):
+    """The keys of `logits_results(..., names, label_names)`, or with `regression` of `regression_results(...,
+    names)`, known before any prediction (a best_metric is checked against them before training)."""
+    if regression:
+        return ["loss", *names]
+    per_class = [f"f1_{name}" for name in label_names] + ["macro_f1"] if label_names is not None else []
+    return list(dict.fromkeys(["loss", "accuracy", *names, *per_class]))  # a task's metrics may name accuracy
+
+
 def regression_results(scores, labels, names=()):
     """The dev results of a regression model's scores float [N] for float labels [N]: {"loss": mean squared
     error, each metric of `names`}."""

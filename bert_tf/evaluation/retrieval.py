@@ -3,6 +3,11 @@
 import numpy as np
 
 
+def retrieval_metric_names(k=10):
+    """The keys of `retrieval_metrics(..., k)`."""
+    return ["accuracy_at_1", f"mrr_at_{k}"]
+
+
 def retrieval_metrics(queries, candidates, k=10):
     """Query i's right answer is candidate i. queries, candidates: float [N, H].
 
@@ -13,5 +18,5 @@ def retrieval_metrics(queries, candidates, k=10):
     scores = queries @ candidates.T  # [N, N]
     right = np.diagonal(scores)[:, None]
     ranks = np.sum(scores >= right, axis=1)  # the answer itself, those above it, those tied with it
-    return {"accuracy_at_1": float(np.mean(ranks == 1)),
-            f"mrr_at_{k}": float(np.mean(np.where(ranks <= k, 1.0 / ranks, 0.0)))}
+    values = (np.mean(ranks == 1), np.mean(np.where(ranks <= k, 1.0 / ranks, 0.0)))
+    return {name: float(value) for name, value in zip(retrieval_metric_names(k), values)}

@@ -57,20 +57,49 @@ class BestCheckpoint:
                         self.history[int(entry["step"])] = entry["results"]
                     except (ValueError, KeyError, TypeError) as e:
                         raise ValueError(f"{self._history_file}:{number}: not a dev evaluation line ({e})") from None
+        unknown = [s for s in sorted(self.history) if metric not in self.history[s]]
+        if unknown:
+            raise ValueError(f"{self._history_file}: the evaluation of step {unknown[0]} has no {metric}; was this "
+                             "output_dir trained with another task?")
+        self._choose_again()
 
     def _improves(self, value, best):
         return best is None or (value < best if self.minimise else value > best)
 
-    def _scan(self):
-        """(best value, evaluations since the last improvement) over the recorded evaluations, in step order."""
-        best, since = None, 0
-        for step in sorted(self.history):
+    def _scan(self, steps=None):
+        """(best value, its step, evaluations since the last improvement) over the recorded evaluations of
+        `steps` (default: all), in step order: the first best one is the one best/ keeps."""
+        best, best_step, since = None, None, 0
+        for step in sorted(self.history if steps is None else steps):
             value = float(self.history[step][self.metric])
             if self._improves(value, best):
-                best, since = value, 0
+                best, best_step, since = value, step, 0
             else:
                 since += 1
-        return best, since
+        return best, best_step, since
+
+    def _choose_again(self):
+        """best/ holds the step that `metric` chooses among the recorded evaluations. When it holds another
+        evaluated step, another best_metric chose it (a rerun that changed best_metric): the choice is made
+        again by `metric` among the evaluated steps whose weights still exist (output_dir's model.ckpt-N, or
+        best/'s own), with a warning, and one line more when retention has removed the weights of the best."""
+        held = run_directory.indexed_step(self.best_dir) if os.path.isdir(self.best_dir) else None
+        if held is None or held not in self.history:  # none yet, or killed before its evaluation was recorded
+            return
+        best, choice, _ = self._scan()
+        if choice == held:
+            return
+        kept = [s for s in self.history
+                if s == held or os.path.exists(run_directory.checkpoint_prefix(self.output_dir, s) + ".index")]
+        value, step, _ = self._scan(kept)
+        logging.warning("%s held step %d, which another best_metric chose (its %s is %.6g); by %s it holds step %d "
+                        "(%.6g)", self.best_dir, held, self.metric, float(self.history[held][self.metric]),
+                        self.metric, step, value)
+        if step != choice:
+            logging.warning("The best %s of %s is step %d's (%.6g), whose weights retention has removed; best/ "
+                            "holds the best of the steps still kept", self.metric, self._history_file, choice, best)
+        if step != held:
+            self._keep(step, self.history[step])
 
     @property
     def best(self):
@@ -85,10 +114,6 @@ class BestCheckpoint:
             if self.metric not in results:
                 raise ValueError(f"best_metric={self.metric} is not an evaluation result; expected one of "
                                  f"{', '.join(sorted(results))}")
-            unknown = [s for s in self.history if self.metric not in self.history[s]]
-            if unknown:
-                raise ValueError(f"{self._history_file}: the evaluation of step {unknown[0]} has no "
-                                 f"{self.metric}; was this output_dir trained with another best_metric?")
             best = self.best
             value = float(results[self.metric])
             logging.info("Dev evaluation at step %d: %s = %.6g (best so far %s)", step, self.metric, value,
@@ -98,7 +123,7 @@ class BestCheckpoint:
             self.history[step] = {k: float(v) for k, v in results.items()}
             atomic_io.write_file(self._history_file, "".join(
                 json.dumps({"step": s, "results": self.history[s]}) + "\n" for s in sorted(self.history)))
-        best, since = self._scan()
+        best, _, since = self._scan()
         if self.patience and since >= self.patience:
             raise StopTraining(f"{self.metric} did not improve on {best:.6g} in {self.patience} evaluation(s)")
 

@@ -111,6 +111,12 @@ class ClassifierRun:
             splits += self.processor.test_splits
         return splits
 
+    def _per_class_labels(self):
+        """The label names whose per-class F1 the dev results report: a user's own task's (no class is "the
+        positive one"), else None."""
+        own_task = isinstance(self.processor, classification.ColumnProcessor)
+        return self.processor.get_labels() if own_task and not self.processor.is_regression else None
+
     def evaluate(self, tuner, split):
         """{metric: value} of the model on one dev split: loss, accuracy and the processor's metrics."""
         examples, features = self.features_of(split)
@@ -118,9 +124,13 @@ class ClassifierRun:
         logging.info("%s: %d examples", split, len(examples))
         if self.processor.is_regression:
             return glue_metrics.regression_results(outputs[:, 0], features[LABEL_IDS], self.processor.metrics)
-        own_task = isinstance(self.processor, classification.ColumnProcessor)  # no class is "the positive one"
         return glue_metrics.logits_results(outputs, features[LABEL_IDS], self.processor.metrics,
-                                           self.processor.get_labels() if own_task else None)
+                                           self._per_class_labels())
+
+    def _result_prefix(self, split):
+        """The prefix of a dev split's keys in eval_results.txt: eval_ (the first), eval_<name>_ (MNLI's
+        dev_mismatched: eval_mismatched_)."""
+        return "eval_" if split == self.processor.dev_splits[0] else f"eval_{split.rsplit('_', 1)[1]}_"
 
     def dev_results(self, tuner):
         """eval_results.txt's dict: every dev split's metrics (eval_*, MNLI's mismatched eval_mismatched_*)."""
@@ -129,10 +139,16 @@ class ClassifierRun:
             raise ValueError(f"task {self.task.task_name or self.task.tfds_name} has no dev set; use do_predict")
         results = {"global_step": tuner.global_step}
         for split in processor.dev_splits:
-            prefix = "eval_" if split == processor.dev_splits[0] else f"eval_{split.rsplit('_', 1)[1]}_"
-            results.update({prefix + k: v for k, v in self.evaluate(tuner, split).items()})
+            results.update({self._result_prefix(split) + k: v for k, v in self.evaluate(tuner, split).items()})
         results["loss"] = results["eval_loss"]
         return results
+
+    def result_names(self):
+        """The keys of `dev_results`, known before training."""
+        names = glue_metrics.result_names(self.processor.metrics, self._per_class_labels(),
+                                          self.processor.is_regression)
+        return ["global_step", "loss"] + [self._result_prefix(split) + name
+                                          for split in self.processor.dev_splits for name in names]
 
     def predict(self, tuner, split):
         """Writes test_results.tsv (probabilities or scores) and, for a GLUE or CLUE task, the leaderboard file
@@ -166,7 +182,10 @@ def run_classifier(options, task, strategy=None, config_name="the config"):
     run = ClassifierRun(options, task, tokenizer)
     processor = run.processor
     for split in run.splits_used():  # every file read and checked before any model is built
-        run.features_of(split)
+        examples, _ = run.features_of(split)
+        if split in processor.dev_splits:
+            classification.check_scorable(examples, split)
+    finetuning_run.check_best_metric(options, run.result_names())
     num_labels = 1 if processor.is_regression else len(processor.get_labels())
     if not processor.is_regression:
         run_directory.write_labels(options.output_dir, processor.get_labels())

@@ -16,7 +16,7 @@ import dataclasses
 import os
 
 from bert_tf.data.tasks import pairs
-from bert_tf.evaluation.retrieval import retrieval_metrics
+from bert_tf.evaluation.retrieval import retrieval_metric_names, retrieval_metrics
 from bert_tf.formats import sentence_transformers
 from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
 from bert_tf.training import distribute, finetuning_run
@@ -65,6 +65,9 @@ def run_embedder(options, task, strategy=None, config_name="the config"):
             converted[split] = pairs.convert_pairs(pairs.read_pairs(task.pair_file(split)), options.max_seq_length,
                                                    tokenizer)
         return converted[split]
+
+    finetuning_run.check_best_metric(
+        options, [f"eval_{name}" for name in retrieval_metric_names()] + ["global_step"])
 
     def evaluate():
         """eval_results.txt's dict for the dev pairs: eval_accuracy_at_1, eval_mrr_at_10, global_step."""

@@ -99,12 +99,13 @@ class FineTuner:
         self.global_step = run_directory.step_of(report.path) or 0  # report.path: the prefix a folder resolved to
         return report
 
-    def train(self, data, after_checkpoint=None):
+    def train(self, data, after_checkpoint=None, on_start=None):
         """Trains on `data` for the options' epochs, resuming from output_dir if a previous run of the same
         command was interrupted. `data`: a dict of NumPy arrays with `label_ids` (held in memory), or a
         TrainingInput. `after_checkpoint(step)` runs after every checkpoint (e.g. `BestCheckpoint.update` on a
-        dev evaluation); if it raises `StopTraining`, training ends there. Returns the last metrics (None
-        after an early stop)."""
+        dev evaluation); if it raises `StopTraining`, training ends there. `on_start(step)` runs on the chief
+        once the state to resume is restored (`loop.Trainer.train`), after bert_config.json is written. Returns
+        the last metrics (None after an early stop)."""
         options = self.options
         if not isinstance(data, TrainingInput):
             data = self.in_memory_input(data)
@@ -122,12 +123,15 @@ class FineTuner:
                      "length-grouped" if options.group_by_length else "shuffled",
                      f" cut to widths {self.training_widths(data.sequence_shape[-1])}" if self.compiled else "",
                      self.model.encoder.training_layout(self.compiled))
-        if trainer.is_chief:  # the output_dir is then a complete checkpoint directory for --init_checkpoint
+        def started(step):  # the output_dir is then a complete checkpoint directory for --init_checkpoint
             run_directory.write_config(self.output_dir, self.model.config)
+            if on_start is not None:
+                on_start(step)
+
         try:
             results = trainer.train(lambda context, size: without_autotune(data.dataset_fn(context, size)),
                                     self.output_dir, num_train_steps, options.iterations_per_loop,
-                                    options.save_checkpoints_steps, after_checkpoint)
+                                    options.save_checkpoints_steps, after_checkpoint, started)
         except StopTraining as stop:
             logging.info("Early stop at step %d of %d: %s", trainer.step, num_train_steps, stop)
             results = None

@@ -29,7 +29,10 @@ from bert_tf.training.finetuning import FineTuner, FineTuningOptions
 
 # The options whose change a rerun that resumes a training state is warned about (and records).
 RESUMED_SETTINGS = ("learning_rate", "train_batch_size", "max_seq_length", "num_train_epochs", "warmup_proportion",
-                    "optimizer", "num_accumulation_steps", "mixed_precision", "seed")
+                    "optimizer", "num_accumulation_steps", "mixed_precision", "seed", "group_by_length", "best_metric")
+# Those a resumed run cannot change: the saved input position is in batches of that size, in that order; the
+# optimizer state of float16 has a loss scale.
+FIXED_ON_RESUME = ("train_batch_size", "group_by_length", "mixed_precision")
 LINEAR_HEADS = (OUTPUT_WEIGHTS, SQUAD_SCOPE + OUTPUT_WEIGHTS)  # the original fine-tuning heads' weights
 
 
@@ -81,6 +84,8 @@ def start(options, strategy, modes=("do_train", "do_eval", "do_predict"), config
     segments: texts per example (2: pairs), for the shortest max_seq_length that holds a piece of each."""
     if not any(getattr(options, mode) for mode in modes):
         raise ValueError(f"At least one of {', '.join(f'`{m}`' for m in modes)} must be True.")
+    if options.early_stopping_patience and not options.best_metric:
+        raise ValueError("early_stopping_patience needs best_metric (the dev result to watch)")
     for mode in modes:
         name = f"{mode[3:]}_batch_size"
         value = getattr(options.training if mode == "do_train" else options, name)
@@ -92,13 +97,22 @@ def start(options, strategy, modes=("do_train", "do_eval", "do_predict"), config
     options.config.check_vocab_size(len(tokenizer.vocab), options.vocab_file)
     if options.do_train:  # first: a state to resume from decides, not init_checkpoint
         run_directory.check_training_start(options.output_dir, options.init_checkpoint, options.config,
-                                           options.settings())
+                                           options.settings(), FIXED_ON_RESUME)
     if options.init_checkpoint is not None:  # opened once: the run reads its shapes, settings and weights
         options.init_checkpoint = opened(options.init_checkpoint)
         check_fits(options.config, options.init_checkpoint, config_name)
     os.makedirs(options.output_dir, exist_ok=True)
     precision.set_policy(options.mixed_precision, options.training.seed)
     return tokenizer
+
+
+def check_best_metric(options, result_names):
+    """After a run has read its data and before it writes anything: when it trains with best_metric,
+    ValueError unless that is one of `result_names` (the keys of the task's dev results), so that a misspelt
+    or another task's metric is not found only at the first dev evaluation, after training to a checkpoint."""
+    if options.do_train and options.best_metric and options.best_metric not in result_names:
+        raise ValueError(f"best_metric={options.best_metric} is not a dev result of this task; its dev results are "
+                         f"{', '.join(sorted(set(result_names)))}")
 
 
 def head_settings(head):
@@ -155,15 +169,15 @@ def train(tuner, options, data, dev_results):
     """Fine-tunes on `data` (features in memory or a TrainingInput, see FineTuner.train); with best_metric,
     `dev_results()` (the eval_results.txt dict of the current weights) runs after every checkpoint and the best
     weights go to output_dir/best/ (see BestCheckpoint), early_stopping_patience stopping early. The settings
-    of the run are recorded in output_dir (`run_directory.record_settings`)."""
-    if options.early_stopping_patience and not options.best_metric:
-        raise ValueError("early_stopping_patience needs best_metric (the dev result to watch)")
-    if tuner.is_chief:
+    of the run are recorded in output_dir (`run_directory.record_settings`) once its training state is restored
+    (a run that cannot resume it records nothing)."""
+    def record(step):
         run_directory.record_settings(options.output_dir, options.settings())
+
     if not options.best_metric:
-        return tuner.train(data)
+        return tuner.train(data, on_start=record)
     best = BestCheckpoint(options.output_dir, options.best_metric, options.early_stopping_patience)
-    return tuner.train(data, after_checkpoint=lambda step: best.update(step, dev_results))
+    return tuner.train(data, after_checkpoint=lambda step: best.update(step, dev_results), on_start=record)
 
 
 def train_and_evaluate(tuner, options, training_data, dev_results):

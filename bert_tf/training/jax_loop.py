@@ -46,7 +46,13 @@ def set_devices(name, num_gpus=None):
     if name not in distribute.STRATEGIES:
         raise ValueError(f"distribution_strategy={name!r} is not one of {', '.join(distribute.STRATEGIES)}")
     if name in ("multi_worker_mirrored", "tpu"):
-        keras.distribution.initialize()
+        try:
+            keras.distribution.initialize()
+        except ValueError as e:  # jax.distributed found no cluster: "coordinator_address should be defined."
+            raise ValueError(f"distribution_strategy={name} on JAX runs every process of a cluster, and this process "
+                             f"found none ({e}); on a Cloud TPU VM JAX finds it by itself, elsewhere set "
+                             "KERAS_DISTRIBUTION_JOB_ADDRESSES, KERAS_DISTRIBUTION_NUM_PROCESSES and "
+                             "KERAS_DISTRIBUTION_PROCESS_ID; on one host use one_device or mirrored") from None
         keras.distribution.set_distribution(keras.distribution.DataParallel())
     elif name == "mirrored":
         local = jax.local_devices()

@@ -313,7 +313,12 @@ class Trainer:
                 if not os.path.exists(data_prefix + ".index"):
                     raise ValueError(f"its data position {data_prefix} is missing (written with another number "
                                      "of workers?)")
-                state.read(prefix).assert_existing_objects_matched()
+                status = state.read(prefix)
+                try:
+                    status.assert_existing_objects_matched()
+                except AssertionError:
+                    status.expect_partial()  # no warning per unrestored value: the reason is reported here
+                    raise
                 if self.step != step:
                     raise ValueError(f"it holds step {self.step}")
                 data.read(data_prefix).assert_existing_objects_matched()
@@ -344,7 +349,7 @@ class Trainer:
     # ------------------------------------------------------------------------------------- public API
 
     def train(self, dataset_fn, model_dir, num_train_steps, steps_per_loop, save_checkpoints_steps,
-              after_checkpoint=None):
+              after_checkpoint=None, on_start=None):
         """Trains until `num_train_steps` optimizer steps are done, resuming from `model_dir` if it holds a
         training state.
 
@@ -352,7 +357,10 @@ class Trainer:
           `batch_size` examples each (drop_remainder), deterministic if resuming must be exact.
         Saves every `save_checkpoints_steps` steps and at the end; `after_checkpoint(step)` then runs on
         every worker (e.g. an evaluation), and again for the step a rerun resumes at (it may have been
-        interrupted): it must give the same result when called twice for one step. Logs a metric line and
+        interrupted): it must give the same result when called twice for one step. `on_start(step)` runs on
+        the chief once the run is sure to train: after the state to resume (step > 0) is restored, before
+        anything else is written (what a run records of itself: its config, its settings; a run whose state
+        cannot be restored records nothing). Logs a metric line and
         writes TensorBoard summaries every `steps_per_loop` steps, and shows the progress (`bert_tf.progress`:
         steps, steps/s, ETA) between them: in one process, the steps between two metric lines run in calls
         of about CHUNK_SECONDS each (the first call 1 step), the metric sums added in step order as one call
@@ -376,6 +384,8 @@ class Trainer:
         # Every worker saves (collectively); only the chief's copy is kept.
         write_dir = state_dir if self.is_chief else tempfile.mkdtemp(prefix="bert_tf_worker_state_")
         start_step = self._restore(state, state_dir, data, data_dir) or 0
+        if on_start is not None and self.is_chief:
+            on_start(start_step)
         writer = tf.summary.create_file_writer(os.path.join(model_dir, "train")) if self.is_chief else None
         peak = None
         if self.flops_per_example and seq_length:  # trimmed batches: not the FLOPs of full-length ones

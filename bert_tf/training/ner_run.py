@@ -72,6 +72,9 @@ class TaggingTask:
 
 
 INPUT_FORMATS = ("conll", "peoples_daily")
+# Each tag scheme's dev scores (eval_<name> in eval_results.txt; TaggingRun.scores).
+SCORES = {"pos": ("accuracy",), "segmentation": ("precision", "recall", "f1", "oov_rate", "oov_recall", "iv_recall"),
+          "entities": ("precision", "recall", "f1", "accuracy")}
 
 
 class TaggingRun:
@@ -125,15 +128,16 @@ class TaggingRun:
                           for word in segmentation.words_of(s.words, s.tags)}
             scores = segmentation.evaluate([s.words for s in sentences], gold, predicted, dictionary)
             logging.info("segmentation of %s: %s", self.task.dev_file, scores)
-            return {"eval_precision": scores.precision, "eval_recall": scores.recall, "eval_f1": scores.f1,
-                    "eval_oov_rate": scores.oov_rate, "eval_oov_recall": scores.oov_recall,
-                    "eval_iv_recall": scores.iv_recall}
-        if tagging.is_iobes(self.labels):
-            gold, predicted = [conlleval.to_bio(t) for t in gold], [conlleval.to_bio(t) for t in predicted]
-        scores = conlleval.evaluate(gold, predicted)
-        logging.info("conlleval on %s:\n%s", self.task.dev_file, scores)
-        return {"eval_precision": scores.precision, "eval_recall": scores.recall, "eval_f1": scores.f1,
-                "eval_accuracy": scores.accuracy}
+        else:
+            if tagging.is_iobes(self.labels):
+                gold, predicted = [conlleval.to_bio(t) for t in gold], [conlleval.to_bio(t) for t in predicted]
+            scores = conlleval.evaluate(gold, predicted)
+            logging.info("conlleval on %s:\n%s", self.task.dev_file, scores)
+        return {f"eval_{name}": getattr(scores, name) for name in SCORES[scheme]}
+
+    def result_names(self):
+        """The keys of `evaluate`'s dev results, known before training."""
+        return [f"eval_{name}" for name in SCORES[self.task.tag_scheme]] + ["eval_loss", "loss", "global_step"]
 
     def evaluate(self, tuner):
         """eval_results.txt's dict of the dev file (`scores`, eval_loss); writes eval_predictions.txt."""
@@ -167,10 +171,13 @@ def run_ner(options, task, strategy=None, config_name="the config"):
     strategy = strategy or distribute.current_strategy()
     tokenizer = finetuning_run.start(options, strategy, config_name=config_name)
     run = TaggingRun(options, task, tokenizer)
+    tagging.check_training_tags(run.sentences(task.train_file), task.tag_scheme)
     if options.do_eval or (options.do_train and options.best_metric):
+        tagging.check_tagged(run.sentences(task.dev_file), "dev")
         tagging.check_tags(run.sentences(task.dev_file), run.labels, task.tag_scheme)
     if options.do_predict:
         tagging.check_tags(run.sentences(task.test_file), run.labels, task.tag_scheme)
+    finetuning_run.check_best_metric(options, run.result_names())
     run_directory.write_labels(options.output_dir, run.labels)
     tuner = finetuning_run.create_finetuner(options, strategy, lambda: task.model(options.config, len(run.labels)))
     results = finetuning_run.train_and_evaluate(tuner, options, lambda: run.training_features(tuner),

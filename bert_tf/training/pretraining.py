@@ -30,6 +30,9 @@ from bert_tf.training.flops import training_flops_per_example
 RESUMED_SETTINGS = ("learning_rate", "train_batch_size", "max_seq_length", "max_predictions_per_seq",
                     "num_train_steps", "num_warmup_steps", "lr_decay_power", "pretraining_objective",
                     "dynamic_masking", "optimizer", "num_accumulation_steps", "mixed_precision", "seed")
+# Those a resumed run cannot change: the saved input position is in batches of that size, of that input; the
+# optimizer state of float16 has a loss scale.
+FIXED_ON_RESUME = ("train_batch_size", "dynamic_masking", "mixed_precision")
 
 
 @dataclasses.dataclass
@@ -88,6 +91,13 @@ class PretrainingOptions:
         return {name: getattr(self, name) for name in RESUMED_SETTINGS}
 
 
+def record_run(output_dir, config, settings):
+    """Once training is sure to start (the state to resume restored): bert_config.json, which makes output_dir a
+    complete checkpoint directory for init_checkpoint, and the run's settings (`run_directory.record_settings`)."""
+    run_directory.write_config(output_dir, config)
+    run_directory.record_settings(output_dir, settings)
+
+
 def objective_config(config, objective):
     """The model's config for `objective`: ltr turns causal_attention on (so the checkpoint's config keeps
     it); a masked LM objective on a causal config is a ValueError."""
@@ -143,7 +153,7 @@ def pretrain(options, strategy=None, config_name="the config"):
     objective = options.pretraining_objective
     if options.do_train:
         run_directory.check_training_start(options.output_dir, options.init_checkpoint, config,
-                                           options.settings())
+                                           options.settings(), FIXED_ON_RESUME)
     source = opened(options.init_checkpoint) if options.init_checkpoint is not None else None
     if source is not None:
         check_fits(config, source, config_name)
@@ -175,9 +185,6 @@ def pretrain(options, strategy=None, config_name="the config"):
     flops = training_flops_per_example(config, options.max_seq_length, predictions)
     trainer = loop.create_trainer(strategy, model, optimizer, options.train_batch_size, options.num_accumulation_steps,
                                  use_xla=use_xla, flops_per_example=flops)
-    if trainer.is_chief and options.do_train:
-        run_directory.write_config(options.output_dir, config)
-        run_directory.record_settings(options.output_dir, options.settings())
     logging.info("Training with %s on %d replica(s), %d worker(s); XLA %s; batch %d = %d micro-batch(es) of %d; %s",
                  policy, replicas, workers, "on" if use_xla else "off", options.train_batch_size,
                  options.num_accumulation_steps, options.train_batch_size // options.num_accumulation_steps,
@@ -207,7 +214,8 @@ def pretrain(options, strategy=None, config_name="the config"):
             evaluate()  # the starting point of the eval curve
         logging.info("***** Running training *****")
         trainer.train(train_dataset, options.output_dir, options.num_train_steps, options.iterations_per_loop,
-                      options.save_checkpoints_steps, evaluate_before_the_end if options.do_eval else None)
+                      options.save_checkpoints_steps, evaluate_before_the_end if options.do_eval else None,
+                      on_start=lambda step: record_run(options.output_dir, config, options.settings()))
     if not options.do_eval:
         return None
     logging.info("***** Running evaluation *****")

@@ -21,7 +21,7 @@ from absl import logging
 
 from bert_tf.data.squad import records as squad_records
 from bert_tf.data.squad import tfds as squad_tfds
-from bert_tf.data.squad.examples import load_squad_json
+from bert_tf.data.squad.examples import iterate_questions, load_squad_json
 from bert_tf.data.squad.postprocess import RawResult, compute_predictions, write_predictions
 from bert_tf.evaluation import cmrc
 from bert_tf.evaluation.squad import evaluate, missing_answers
@@ -156,15 +156,24 @@ class SquadRun:
             prepared.examples, features, results, task.n_best_size, task.max_answer_length, options.do_lower_case,
             task.version_2_with_negative, task.null_score_diff_threshold)
 
-    def evaluation_of(self, predictions, null_odds):
+    def evaluation_of(self, predictions, null_odds, quiet=False):
         """The SQuAD evaluation of `predictions` on the predict file, with cmrc2018_evaluation the CMRC 2018 one's
-        keys beside it (ValueError naming the file when that fails)."""
+        keys beside it (ValueError naming the file when that fails); logged unless `quiet`."""
         predict_file, _, _, dataset_json = self.prediction_input()
         evaluation = evaluate(dataset_json, predictions, null_odds or None, predict_file)
         if self.task.cmrc2018_evaluation:
             evaluation.update(cmrc.evaluate(dataset_json, predictions, predict_file))
-        logging.info("Evaluation of %s: %s", predict_file, json.dumps(evaluation))
+        if not quiet:
+            logging.info("Evaluation of %s: %s", predict_file, json.dumps(evaluation))
         return evaluation
+
+    def result_names(self):
+        """The keys of `dev_results` (SQuAD v1.1's, v2.0's or with cmrc2018_evaluation also CMRC's), known
+        before training: those of the evaluation of blank answers."""
+        predict_file, _, _, dataset_json = self.prediction_input()
+        blank = {qa["id"]: "" for _, qa in iterate_questions(dataset_json, predict_file)}
+        return list(self.evaluation_of(blank, dict.fromkeys(blank, 0.0) if self.task.version_2_with_negative
+                                       else None, quiet=True))
 
     def unlabelled(self):
         """None when every question of the predict file has answers to score against, else the line that says
@@ -214,6 +223,7 @@ def run_squad(options, task, strategy=None, config_name="the config"):
     run = SquadRun(options, task, tokenizer)
     if options.do_train and options.best_metric:
         run.check_answers_for_best_metric()
+        finetuning_run.check_best_metric(options, run.result_names())
     tuner = finetuning_run.create_finetuner(options, strategy, lambda: BertSpanLabeler(options.config, **task.head))
     if options.do_train:
         finetuning_run.train(tuner, options, run.training_input(tuner), lambda: run.dev_results(tuner))

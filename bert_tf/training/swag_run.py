@@ -22,6 +22,7 @@ from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.training import distribute, finetuning_run
 
 FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}  # SWAG's, in data_dir
+RESULT_NAMES = ("eval_accuracy", "eval_loss", "loss", "global_step")  # the dev results (eval_results.txt)
 
 
 @dataclasses.dataclass
@@ -47,12 +48,13 @@ def run_swag(options, task, strategy=None, config_name="the config"):
         return converted[split]
 
     def evaluate():
-        """eval_results.txt's dict for the dev set (val.csv): eval_accuracy, eval_loss."""
+        """eval_results.txt's dict for the dev set (val.csv): RESULT_NAMES."""
         features = features_of("dev")
         results = glue_metrics.logits_results(tuner.predict(features, options.eval_batch_size), features[LABEL_IDS])
         return {"eval_accuracy": results["accuracy"], "eval_loss": results["loss"], "loss": results["loss"],
                 "global_step": tuner.global_step}
 
+    finetuning_run.check_best_metric(options, RESULT_NAMES)
     tuner = finetuning_run.create_finetuner(options, strategy, lambda: BertMultipleChoice(options.config,
                                                                                           **task.head))
     results = finetuning_run.train_and_evaluate(tuner, options, lambda: features_of("train"), evaluate)

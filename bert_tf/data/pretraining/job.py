@@ -33,6 +33,7 @@ import sys
 from absl import logging
 
 from bert_tf import atomic_io
+from bert_tf.data.pretraining.chinese_words import check_segmented
 from bert_tf.data.pretraining.corpus import CorpusReader
 from bert_tf.data.pretraining.instances import InstanceMaker, PretrainingStats
 from bert_tf.data.record_framing import RecordFramer
@@ -276,11 +277,14 @@ def create_pretraining_data(input_files, output_files, tokenizer, options, num_w
       (`PretrainingStats`, `CorpusReader` with bytes read and lines skipped).
 
     Raises:
-      ValueError: bad input (invalid UTF-8 under "error", fewer than 2 documents); nothing is left behind
-        at the output paths when anything fails or the run is interrupted.
+      ValueError: bad input (invalid UTF-8 under "error", fewer than 2 documents, text that is not segmented
+        for chinese_word_segmenter=spaces: `chinese_words.check_segmented`); nothing is left behind at the
+        output paths when anything fails or the run is interrupted.
     """
     if num_workers < 1:
         raise ValueError(f"num_workers={num_workers} must be >= 1")
+    if options.chinese_word_segmenter == "spaces":
+        check_segmented(input_files)
     rng = random.Random(options.random_seed)
     input_files = list(input_files)
     rng.shuffle(input_files)

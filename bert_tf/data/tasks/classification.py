@@ -4,24 +4,29 @@ A processor turns the files of one task into `InputExample`s (the original `run_
 `get_train_examples(data_dir)`, `get_dev_examples`, `get_test_examples`, `get_labels`); `convert_examples`
 turns examples into the original features. Files are read as in GLUE: TSV without quoting (a `"` is an
 ordinary character), CSV with standard quoting, or JSON lines. Every problem in a file is a ValueError that
-names `path:line`.
+names `path:line`. In JSON lines a text is a string, a label a string or an integer (1 is the label "1"; a
+regression score any number), an id a string or an integer; a null label means "no label" where a label may be
+missing (a test file) and is refused elsewhere.
 
 The GLUE tasks are in `bert_tf.data.tasks.glue`; `ColumnProcessor` reads a user's own files by column name.
 """
 
 import csv
 import dataclasses
+import json
 import os
 
 import numpy as np
 from absl import logging
 
-from bert_tf.data.packing import pack_tokens
+from bert_tf.data.packing import pack_tokens, truncation_note
 from bert_tf.data.text_lines import parse_json_object, read_lines
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS
 
 TRUNCATIONS = ("head", "tail", "head+tail")
 FORMATS = ("tsv", "csv", "jsonl")
+# convert_examples logs the examples it truncates as a warning when they are at least this share, else as info.
+TRUNCATION_WARNING_SHARE = 0.1
 
 
 @dataclasses.dataclass
@@ -92,7 +97,29 @@ def _column_index(header, name, path):
     return header.index(name)
 
 
-def read_examples(path, layout, split, file_format="tsv", labels=None, label_optional=False, only=None):
+def _shown(value):
+    """A JSON value as the file has it: null, true, 1998, ["110"]."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def text_field(row, key, where):
+    """The text at `key` of a row (a JSON object or a table row); ValueError naming `where` ("path:line") unless it
+    is a string: null, a number, a list would be fed to the model as "None", "1998", "['...']"."""
+    value = row[key]
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: \"{key}\" is {_shown(value)}; expected a string (the text)")
+    return value
+
+
+def _example_id(row, key, where):
+    value = row[key]
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f"{where}: \"{key}\" is {_shown(value)}; expected a string or an integer")
+    return value
+
+
+def read_examples(path, layout, split, file_format="tsv", labels=None, label_optional=False, only=None,
+                  text_of=None):
     """The `InputExample`s of one file.
 
     Args:
@@ -100,14 +127,17 @@ def read_examples(path, layout, split, file_format="tsv", labels=None, label_opt
       file_format: "tsv", "csv" or "jsonl".
       labels: class names (labels are checked against them), () for regression (labels become floats),
         None to keep labels as read (str).
-      label_optional: a file without the label column (or JSON objects without the key) is read as
-        unlabelled (label None), e.g. a test file.
+      label_optional: a file without the label column (or JSON objects without the key, or with a null
+        label) is read as unlabelled (label None), e.g. a test file.
       only: (column, value): keep only the rows with this value in this column (XNLI's language).
+      text_of: None, or a function (row, "path:line") -> text_a for files whose first text is built from the
+        row (CLUE's CSL and CLUEWSC2020); `layout.text_a` is then only required to be there.
 
     Raises:
       ValueError naming `path:line`: a row with another number of columns than the header (or than
       `num_columns`), a missing column or key, a label not in `labels`, a regression label that is not a
-      number; naming `path`: a file without examples.
+      number, a JSON value of the wrong kind (a null label outside a test file, a text that is not a string:
+      see the module docstring); naming `path`: a file without examples.
     """
     rows = read_rows(path, file_format)
     fields = [layout.text_a, layout.text_b, layout.label, layout.guid]
@@ -125,38 +155,58 @@ def read_examples(path, layout, split, file_format="tsv", labels=None, label_opt
     text_a, text_b, label, guid = fields
     examples = []
     for index, (number, row) in enumerate(rows, start=first):
+        where = f"{path}:{number}"
         if file_format == "jsonl":
             missing = [f for f in fields if f is not None and f not in row and not (label_optional and f == label)]
             if missing:
-                raise ValueError(f"{path}:{number}: the JSON object has no key {missing[0]!r} "
-                                 f"(keys: {sorted(row)})")
+                raise ValueError(f"{where}: the JSON object has no key {missing[0]!r} (keys: {sorted(row)})")
         elif len(row) != num_columns:
-            raise ValueError(f"{path}:{number}: {len(row)} columns, expected {num_columns}"
+            raise ValueError(f"{where}: {len(row)} columns, expected {num_columns}"
                              + (" (as in the header)" if layout.has_header else "")
                              + "; a stray tab or quote in the text?")
         if only is not None and row[only[0]] != only[1]:
             continue
         value = None if label is None or (file_format == "jsonl" and label not in row) else row[label]
-        if value is not None and labels is not None:
-            value = _check_label(value, labels, f"{path}:{number}")
-        example_id = index if guid is None else row[guid]
-        examples.append(InputExample(f"{split}-{example_id}", str(row[text_a]),
-                                     None if text_b is None else str(row[text_b]), value))
+        if value is not None or (label is not None and not label_optional):
+            value = _check_label(value, labels, where, label)
+        example_id = index if guid is None else _example_id(row, guid, where)
+        examples.append(InputExample(f"{split}-{example_id}",
+                                     text_of(row, where) if text_of else text_field(row, text_a, where),
+                                     None if text_b is None else text_field(row, text_b, where), value))
     if not examples:
         raise ValueError(f"{path}: no examples in the {split} set")
     return examples
 
 
-def _check_label(value, labels, where):
-    if not labels:
+def _check_label(value, labels, where, key):
+    """The label `value` (of column or key `key`, read at `where`) as the task takes it: a float for regression
+    (`labels` ()), else a str that is one of `labels` (any, for labels None). A JSON integer is taken as its
+    digits; null, true / false, a list, an object (or a fraction where labels are names) is refused."""
+    regression = labels is not None and not labels
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if regression and (is_number or isinstance(value, str)):
         try:
             return float(value)
-        except (TypeError, ValueError):
+        except ValueError:
             raise ValueError(f"{where}: regression label {value!r} is not a number") from None
-    value = str(value)
-    if value not in labels:
-        raise ValueError(f"{where}: label {value!r} is not one of the task's labels {list(labels)}")
-    return value
+    if not regression and (isinstance(value, str) or is_number and isinstance(value, int)):
+        value = str(value)
+        if labels is not None and value not in labels:
+            raise ValueError(f"{where}: label {value!r} is not one of the task's labels {list(labels)}")
+        return value
+    expected = "a number" if regression else "a label (a string)" if labels is None else f"one of {list(labels)}"
+    raise ValueError(f"{where}: \"{key}\" is {_shown(value)}; expected {expected}")
+
+
+def check_scorable(examples, split):
+    """ValueError unless the examples of dev split `split` can be scored: at least one, each with a label (a
+    TFDS split can have none: its label -1 is read as no label). Runs call it before building a model."""
+    if not examples:
+        raise ValueError(f"the {split} set has no examples")
+    unlabelled = [example for example in examples if example.label is None]
+    if unlabelled:
+        raise ValueError(f"the {split} set: {len(unlabelled)} of {len(examples)} examples have no label (the "
+                         f"first: {unlabelled[0].guid}); a dev set is scored against its labels")
 
 
 # --------------------------------------------------------------------------------------------- processors
@@ -309,17 +359,20 @@ def convert_examples(examples, labels, max_seq_length, tokenizer, truncation="he
     Returns:
       {"input_ids", "input_mask", "segment_ids": int32 [N, T], "label_ids": int32 [N] (float32 [N] for
       regression; 0 for examples without a label), "is_real_example": int32 [N] (ones)}.
+
+    Logs how many examples were truncated (`TRUNCATION_WARNING_SHARE`).
     """
     label_map = {label: i for i, label in enumerate(labels)}
     columns = {k: [] for k in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS, LABEL_IDS)}
+    truncated = 0
     for index, example in enumerate(examples):
         tokens_a = tokenizer.tokenize(example.text_a)
-        tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
+        tokens_b = (tokenizer.tokenize(example.text_b) if example.text_b else None) or None
+        truncated += len(tokens_a) + len(tokens_b or ()) > max_seq_length - (3 if tokens_b else 2)
         if tokens_b:
             if truncation != "head":
                 raise ValueError(f"truncation={truncation!r} is for single texts; {example.guid} is a pair")
         else:
-            tokens_b = None
             tokens_a = truncate_single(tokens_a, max_seq_length - 2, truncation)
         packed = pack_tokens(tokens_a, tokens_b, max_seq_length, tokenizer)
         for key in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS):
@@ -334,6 +387,9 @@ def convert_examples(examples, labels, max_seq_length, tokenizer, truncation="he
             columns[LABEL_IDS].append(float(example.label))
         if index < 2:
             logging.info("Example %s: %s -> label %s", example.guid, " ".join(packed.tokens), columns[LABEL_IDS][-1])
+    if truncated:
+        log = logging.warning if truncated >= TRUNCATION_WARNING_SHARE * len(examples) else logging.info
+        log("%s and were truncated", truncation_note(truncated, len(examples), "examples", max_seq_length))
     features = {k: np.asarray(v, np.int32).reshape(-1, max_seq_length) for k, v in columns.items() if k != LABEL_IDS}
     features[LABEL_IDS] = np.asarray(columns[LABEL_IDS], np.int32 if labels else np.float32)
     features[IS_REAL_EXAMPLE] = np.ones(len(examples), np.int32)

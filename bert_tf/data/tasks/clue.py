@@ -21,7 +21,7 @@ import json
 import os
 
 from bert_tf import atomic_io
-from bert_tf.data.tasks.classification import DataProcessor, Layout, read_rows
+from bert_tf.data.tasks.classification import DataProcessor, Layout, text_field
 from bert_tf.data.tasks.glue import BINARY, NLI_LABELS
 
 # TNEWS's label codes and their names (tnews_public/labels.json); codes 105 and 111 are not used.
@@ -49,7 +49,7 @@ def keyword_text(row, where):
 def marked_wsc_text(row, where):
     """CLUEWSC2020's text with its two spans marked as CLUE's baseline marks them: the noun (span1) between
     underscores, the pronoun (span2) in brackets: "这时候放在_床_上...现在[它]突然响了。"."""
-    text, target = row["text"], row.get("target")
+    text, target = text_field(row, "text", where), row.get("target")
     if not isinstance(target, dict):
         raise ValueError(f"{where}: \"target\" is {target!r}; expected an object with span1_index, span1_text, "
                          "span2_index, span2_text")
@@ -73,7 +73,8 @@ def marked_wsc_text(row, where):
 class ClueProcessor(DataProcessor):
     """A CLUE task: JSON-lines files (`clue_layouts`), accuracy, a leaderboard file for the test set.
 
-    skipped_labels: labels whose examples are left out (the NLI tasks' "-": no majority among the annotators).
+    skipped_labels: labels whose examples are left out (the NLI tasks' "-": no majority among the annotators); a
+      file whose every example is left out is refused.
     text_a_of: None, or a function (row, "path:line") -> text_a for tasks whose first text is built from the
       object (CSL, CLUEWSC2020).
     label_descriptions: {label: name} that the leaderboard file adds as "label_desc" (TNEWS).
@@ -84,12 +85,13 @@ class ClueProcessor(DataProcessor):
     label_descriptions = {}
 
     def get_examples(self, data_dir, split):
-        examples = self._read(data_dir, split, self.labels + self.skipped_labels)
-        if self.text_a_of is not None:
-            path = os.path.join(data_dir, self.layouts[split].file)
-            for example, (number, row) in zip(examples, read_rows(path, self.file_format)):
-                example.text_a = self.text_a_of(row, f"{path}:{number}")
-        return [example for example in examples if example.label not in self.skipped_labels]
+        examples = self._read(data_dir, split, self.labels + self.skipped_labels, text_of=self.text_a_of)
+        kept = [example for example in examples if example.label not in self.skipped_labels]
+        if not kept:
+            raise ValueError(f"{os.path.join(data_dir, self.layouts[split].file)}: no examples in the {split} set: "
+                             f"all {len(examples)} are labelled {' or '.join(map(repr, self.skipped_labels))}, "
+                             "which the task leaves out")
+        return kept
 
     def write_submission(self, path, examples, predictions):
         """Writes CLUE's leaderboard file: a JSON line {"id": <the test file's id>, "label": "<label>"} (TNEWS:

@@ -29,23 +29,30 @@ _DOCUMENT_ID = re.compile(r"^\d{8}-\d{2}-\d{3}-\d{3}/m$")
 
 def parse_line(text, where):
     """A tagged line -> list of (word, tag, compound) where compound is the tag of the bracket the word is in
-    (None outside brackets). ValueError naming `where` for an item that is not `word/TAG`."""
+    (None outside brackets). ValueError naming `where` for an item that is not `word/TAG`, and for a bracket
+    that is not closed, closed without being opened or opened inside another (its entity would be lost)."""
     items = text.split()
     if items and _DOCUMENT_ID.match(items[0]):
         items = items[1:]
-    words, open_bracket = [], None
+    words, open_bracket, opening = [], None, None  # opening: the item that opened the bracket
     for item in items:
         match = _ITEM.match(item)
         if not match:
             raise ValueError(f"{where}: {item!r} is not word/TAG (People's Daily format)")
         opens, word, tag, closes = match.groups()
         if opens:
-            open_bracket = len(words)
+            if open_bracket is not None:
+                raise ValueError(f"{where}: {item!r} opens a bracket inside the one {opening!r} opened")
+            open_bracket, opening = len(words), item
         words.append([word, tag, None])
-        if closes and open_bracket is not None:
+        if closes:
+            if open_bracket is None:
+                raise ValueError(f"{where}: {item!r} closes a bracket that no '[' opened")
             for entry in words[open_bracket:]:
                 entry[2] = closes
             open_bracket = None
+    if open_bracket is not None:
+        raise ValueError(f"{where}: {opening!r} opens a bracket that no ']TAG' closes")
     return [tuple(entry) for entry in words]
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from absl import logging
 
 from bert_tf import atomic_io
+from bert_tf.data.packing import truncation_note
 from bert_tf.data.text_lines import read_lines
 from bert_tf.feature_schema import IGNORE_LABEL, INPUT_IDS, INPUT_MASK, IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS
 
@@ -100,6 +101,29 @@ def label_list(sentences):
     return ["O"] * ("O" in tags) + sorted(tags - {"O"})
 
 
+def check_tagged(sentences, role):
+    """ValueError naming the file (`path:line` of its first sentence) unless `sentences` have tags: a "training"
+    file (`role`) is learnt from them, a "dev" file scored against them. A file of words alone (a CoNLL file
+    without a tag column, People's Daily text without `/TAG`, or a CoNLL file read as People's Daily) is one to
+    predict. The readers refuse files with and without tags, so the first sentence tells."""
+    first = sentences[0]
+    if first.tags is None:
+        expected = ("`word/TAG` items (People's Daily format; input_format=conll reads CoNLL files)" if first.one_line
+                    else "a tag after each word (`word tag` lines, CoNLL format)")
+        raise ValueError(f"{first.source}: the {role} file has no tags; expected {expected}")
+
+
+def check_training_tags(sentences, scheme):
+    """ValueError naming the file unless the training `sentences` can train a tagger of `scheme`: they have tags
+    (`check_tagged`) and, for "entities", at least one entity tag (with O alone the model has one label to
+    predict, and predicts it)."""
+    check_tagged(sentences, "training")
+    if scheme == "entities" and label_list(sentences) == ["O"]:
+        path = sentences[0].source.rsplit(":", 1)[0]
+        raise ValueError(f"{path}: no entity tags (every tag is O); an entity tagger needs B-X / I-X tags to learn "
+                         "from (tag_scheme=pos for other tags?)")
+
+
 def check_tags(sentences, labels, scheme="entities"):
     """ValueError naming `path:line` at the first tag of `sentences` that is not in `labels` (the training
     file's tags, `label_list`): the model cannot predict it, so a dev or test file with it cannot be scored.
@@ -143,13 +167,14 @@ def convert_sentences(sentences, labels, max_seq_length, tokenizer, scheme="enti
     features = {k: np.zeros((n, max_seq_length), np.int32) for k in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)}
     features[LABEL_IDS] = np.full((n, max_seq_length), IGNORE_LABEL, np.int32)
     features[IS_REAL_EXAMPLE] = np.ones(n, np.int32)
-    word_positions, truncated_words = [], 0
+    word_positions, truncated_words, truncated_sentences = [], 0, 0
     for row, sentence in enumerate(sentences):
         tokens, positions, label_ids = ["[CLS]"], [], [IGNORE_LABEL]
         for index, word in enumerate(sentence.words):
             pieces = tokenizer.tokenize(word) or ["[UNK]"]
             if len(tokens) + len(pieces) > max_seq_length - 1:
                 truncated_words += len(sentence.words) - index
+                truncated_sentences += 1
                 break
             positions.append(len(tokens))
             tag = sentence.tags[index] if sentence.tags else None
@@ -163,8 +188,9 @@ def convert_sentences(sentences, labels, max_seq_length, tokenizer, scheme="enti
         features[LABEL_IDS][row, :length] = label_ids
         word_positions.append(positions)
     if truncated_words:
-        logging.warning("%d word(s) did not fit in max_seq_length=%d and get the tag of a truncated word (O, or S "
-                        "in segmentation)", truncated_words, max_seq_length)
+        logging.warning("%s: %d of their words did not fit and get the tag of a truncated word (O, or S in "
+                        "segmentation)", truncation_note(truncated_sentences, n, "sentences", max_seq_length),
+                        truncated_words)
     return features, word_positions
 
 
