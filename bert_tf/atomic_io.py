@@ -145,18 +145,27 @@ def _exchange(a, b):
 def swap_directory(staging, final):
     """Replaces the folder `final` by the complete folder `staging` (fsync'ed here). With an atomic exchange
     there is no moment without `final`; where the OS has none, the old folder waits as `final.previous`
-    until the new one is in place, and `restore_directory` puts it back after a kill in between."""
+    until the new one is in place, and `restore_directory` puts it back after a kill in between. A symbolic
+    link at `final` is replaced, never followed: the folder it names is left as it is."""
     fsync_tree(staging)
     if os.path.isdir(final) and _exchange(staging, final):
-        shutil.rmtree(staging)
+        _remove_tree(staging)
     else:
         previous = final + _PREVIOUS
-        if os.path.isdir(final):
-            shutil.rmtree(previous, ignore_errors=True)
+        if os.path.lexists(final):
+            _remove_tree(previous)
             os.replace(final, previous)
         os.replace(staging, final)
-        shutil.rmtree(previous, ignore_errors=True)
+        _remove_tree(previous)
     fsync_path(os.path.dirname(os.path.abspath(final)))
+
+
+def _remove_tree(path):
+    """Removes the folder `path`, or only the link when it is a symbolic link (never what it names)."""
+    if os.path.islink(path):
+        os.remove(path)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def check_new_directory(path):

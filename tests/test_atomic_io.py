@@ -111,6 +111,20 @@ def test_swap_directory_replaces_the_folder(tmp_path, monkeypatch, exchange):
     assert _contents(tmp_path / "first") == {"newer": "3"} and sorted(os.listdir(tmp_path)) == ["best", "first"]
 
 
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "fallback"])
+def test_swap_directory_replaces_a_link_not_the_folder_it_names(tmp_path, monkeypatch, exchange):
+    """A best/ that is a symbolic link to a user's folder: the exchange left the link where the staging folder
+    was, and rmtree refused it ("Cannot call rmtree on a symbolic link"), failing the run."""
+    if not exchange:
+        monkeypatch.setattr(atomic_io, "_exchange", lambda a, b: False)
+    elsewhere = _folder(tmp_path / "elsewhere", mine="1")
+    (tmp_path / "run").mkdir()
+    os.symlink(elsewhere, tmp_path / "run" / "best")
+    atomic_io.swap_directory(str(_folder(tmp_path / "run" / "staging", new="2")), str(tmp_path / "run" / "best"))
+    assert not os.path.islink(tmp_path / "run" / "best") and _contents(tmp_path / "run" / "best") == {"new": "2"}
+    assert os.listdir(tmp_path / "run") == ["best"] and _contents(elsewhere) == {"mine": "1"}
+
+
 def test_restore_directory_puts_the_previous_folder_back_only_when_the_folder_is_missing(tmp_path):
     final = str(tmp_path / "best")
     _folder(tmp_path / "best.previous", old="1")
