@@ -8,6 +8,7 @@ that start TensorFlow before their check (extract_features.py, encode_sentences.
 `make test-all`.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -223,3 +224,31 @@ def test_run_embedder_refuses_to_rewrite_the_settings_of_its_init_checkpoint(tmp
                         "--max_seq_length=32", "--pooling=cls", f"--output_dir={model}")
     assert error == (f"Error: {model}/modules.json (of --output_dir={model}) is the same file as {model}/modules.json "
                      f"(of --init_checkpoint={model}); {REPLACED} --output_dir")
+
+
+@pytest.mark.subprocess
+@pytest.mark.extended
+def test_run_ner_refuses_a_data_file_that_its_outputs_would_replace(tmp_path, tiny_model_dir):
+    """With --output_dir the --data_dir, a dev file named eval_predictions.txt was overwritten by the
+    predictions of the dev evaluation."""
+    (tmp_path / "train.txt").write_text("Paris B-LOC\nis O\nnice O\n", encoding="utf-8")
+    (tmp_path / "eval_predictions.txt").write_text("Berlin B-LOC\nis O\ncold O\n", encoding="utf-8")
+    error = run_refused("run_ner.py", tmp_path, *[f"--{k}={v}" for k, v in tiny_model_dir.items()],
+                        f"--data_dir={tmp_path}", f"--output_dir={tmp_path}", "--dev_file=eval_predictions.txt",
+                        "--do_train", "--do_eval", "--max_seq_length=16")
+    assert error == (f"Error: {tmp_path}/eval_predictions.txt (of --output_dir={tmp_path}) is the same file as "
+                     f"{tmp_path}/eval_predictions.txt (of --dev_file=eval_predictions.txt); {REPLACED} --output_dir")
+
+
+@pytest.mark.subprocess
+@pytest.mark.extended
+def test_run_squad_refuses_a_predict_file_that_its_predictions_would_replace(tmp_path, tiny_model_dir):
+    """A --predict_file at <output_dir>/predictions.json was removed and replaced by the prediction set."""
+    question = {"id": "q1", "question": "What is nice?", "answers": [{"text": "Paris", "answer_start": 0}]}
+    (tmp_path / "predictions.json").write_text(json.dumps({"version": "1.1", "data": [
+        {"title": "Paris", "paragraphs": [{"context": "Paris is nice.", "qas": [question]}]}]}), encoding="utf-8")
+    error = run_refused("run_squad.py", tmp_path, *[f"--{k}={v}" for k, v in tiny_model_dir.items()],
+                        f"--predict_file={tmp_path}/predictions.json", f"--output_dir={tmp_path}", "--do_predict",
+                        "--max_seq_length=64", "--max_query_length=16", "--doc_stride=16")
+    assert error == (f"Error: {tmp_path}/predictions.json (of --output_dir={tmp_path}) is the same file as "
+                     f"--predict_file={tmp_path}/predictions.json; {REPLACED} --output_dir")

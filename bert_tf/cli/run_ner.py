@@ -35,11 +35,14 @@ The flags map onto `bert_tf.training.finetuning_run.RunOptions` and `bert_tf.tra
 (same names); the run is `ner_run.run_ner`, which a notebook calls the same way.
 """
 
+import os
+
 from absl import flags
 
-from bert_tf.cli import finetuning_flags, model_flags, scripting
+from bert_tf import run_directory
+from bert_tf.cli import finetuning_flags, flag_checks, model_flags, scripting
 from bert_tf.data.tasks.tagging import SCHEMES
-from bert_tf.training.ner_run import INPUT_FORMATS, TaggingTask, run_ner
+from bert_tf.training.ner_run import INPUT_FORMATS, PREDICTION_FILES, TaggingTask, run_ner
 
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(finetuning_flags)  # its flags in --help, not only in --helpfull
@@ -73,6 +76,11 @@ def task():
 
 def main(_):
     strategy, options = finetuning_flags.prepare()
+    written = [*PREDICTION_FILES.values(), run_directory.RESULTS_FILE, run_directory.LABELS_FILE]
+    flag_checks.check_outputs_not_inputs(
+        {"output_dir": [os.path.join(FLAGS.output_dir, name) for name in written]},
+        {name: [os.path.join(FLAGS.data_dir or "", FLAGS[name].value)]
+         for name in ("train_file", "dev_file", "test_file")})
     run_ner(options, task(), strategy, config_name=model_flags.config_name())
 
 

@@ -28,9 +28,12 @@ The flags map onto `bert_tf.training.finetuning_run.RunOptions` and `bert_tf.tra
 (same names); the run is `squad_run.run_squad`, which a notebook calls the same way.
 """
 
+import os
+
 from absl import flags, logging
 
-from bert_tf.cli import finetuning_flags, model_flags, scripting
+from bert_tf.cli import finetuning_flags, flag_checks, model_flags, scripting
+from bert_tf.data.squad.postprocess import PREDICTION_SET
 from bert_tf.training.squad_run import MODES, SquadTask, run_squad
 
 FLAGS = flags.FLAGS
@@ -66,6 +69,9 @@ def main(_):
     if FLAGS.verbose_logging:
         logging.set_verbosity(logging.DEBUG)
     task = finetuning_flags.task_of(SquadTask, head=finetuning_flags.head_options())
+    flag_checks.check_outputs_not_inputs({"output_dir": [os.path.join(FLAGS.output_dir, name)
+                                                         for name in PREDICTION_SET]},
+                                         flag_checks.paths_of("train_file", "predict_file"))
     run_squad(options, task, strategy, config_name=model_flags.config_name())
 
 

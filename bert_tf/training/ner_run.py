@@ -72,6 +72,7 @@ class TaggingTask:
 
 
 INPUT_FORMATS = ("conll", "peoples_daily")
+PREDICTION_FILES = {"dev": "eval_predictions.txt", "test": "test_predictions.txt"}  # in output_dir
 # Each tag scheme's dev scores (eval_<name> in eval_results.txt; TaggingRun.scores).
 SCORES = {"pos": ("accuracy",), "segmentation": ("precision", "recall", "f1", "oov_rate", "oov_recall", "iv_recall"),
           "entities": ("precision", "recall", "f1", "accuracy")}
@@ -144,7 +145,7 @@ class TaggingRun:
         sentences, predicted, logits, features = self.predict(tuner, self.task.dev_file, self.options.eval_batch_size)
         keep = features[LABEL_IDS] != tagging.IGNORE_LABEL
         loss = float(np.mean(softmax_cross_entropy(logits[keep], features[LABEL_IDS][keep])))
-        tagging.write_predictions(os.path.join(self.options.output_dir, "eval_predictions.txt"), sentences,
+        tagging.write_predictions(os.path.join(self.options.output_dir, PREDICTION_FILES["dev"]), sentences,
                                   predicted)
         return {**self.scores(sentences, predicted), "eval_loss": loss, "loss": loss,
                 "global_step": tuner.global_step}
@@ -184,5 +185,5 @@ def run_ner(options, task, strategy=None, config_name="the config"):
                                                 lambda: run.evaluate(tuner))
     if options.do_predict:
         sentences, predicted, _, _ = run.predict(tuner, task.test_file, options.predict_batch_size)
-        tagging.write_predictions(os.path.join(options.output_dir, "test_predictions.txt"), sentences, predicted)
+        tagging.write_predictions(os.path.join(options.output_dir, PREDICTION_FILES["test"]), sentences, predicted)
     return results
