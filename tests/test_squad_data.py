@@ -166,6 +166,9 @@ def test_missing_or_wrong_fields_name_the_place(tmp_path):
         ([{"paragraphs": [{"qas": []}]}], r"article 0 paragraph 0 has no 'context'"),
         (_squad("text", {"question": "q?"}), r"article 0 paragraph 0, a question has no 'id'"),
         (_squad("text", {"id": "x7", "question": None}), r"question x7 has no 'question' of type str"),
+        # A string "false" was true to training (bool("false")) and false to the evaluation (`is True`).
+        (_squad("text", {"id": "x8", "question": "q?", "is_impossible": "false"}),
+         r"question x8 has no 'is_impossible' of type bool \(got 'false'\)"),
     ]
     for data, message in cases:
         with pytest.raises(ValueError, match=message):

@@ -182,6 +182,8 @@ def iterate_questions(articles, path):
             for qa in _field(paragraph, "qas", list, where, path):
                 qas_id = _field(qa, "id", str, f"{where}, a question", path)
                 _field(qa, "question", str, f"question {qas_id}", path)
+                if "is_impossible" in qa:  # a string "false" would be true to training, false to evaluation
+                    _field(qa, "is_impossible", bool, f"question {qas_id}", path)
                 yield context, qa
 
 
