@@ -318,6 +318,11 @@ def newest_export(directory):
 LABELS_FILE = "labels.txt"
 
 
+# The files a run writes before it has produced anything (weights, results, predictions): a failed run removes
+# an output folder it created that holds only these (`scripting.run`).
+SETUP_FILES = (LABELS_FILE, CONFIG_FILE, SETTINGS_FILE)
+
+
 def write_labels(output_dir, labels):
     """Writes `output_dir/labels.txt`: the label names in label-id order, one per line (what export_model.py
     needs to serve label strings), atomically. ValueError, with nothing written, when output_dir holds a model

@@ -73,10 +73,10 @@ def run(main, lock_output=True):
     full disk) or a TensorFlow OpError (damaged or truncated file, failed write) ends the program with a
     single `Error: ...` line on stderr and exit status 1 (with BERT_TF_TRACEBACK=1 in the environment, the
     traceback is printed too); other exceptions keep their traceback (they are bugs). Whatever ends a run
-    early (an error, Ctrl-C), the output folders it created and saved no weights into are removed
-    (`_remove_if_weightless`). A run that ends well logs its `summary` last and exits at once (`_exit_now`).
-    The library's errors and warnings name its parameters; the command's user reads them as its flags
-    (`as_flags`).
+    early (an error, Ctrl-C), the output folders it created and wrote nothing but set-up files into are
+    removed (`_remove_if_unproductive`). A run that ends well logs its `summary` last and exits at once
+    (`_exit_now`). The library's errors and warnings name its parameters; the command's user reads them as
+    its flags (`as_flags`).
 
     Before anything is created, the output flags are checked (`check_output_paths`: local paths only, no
     output folder under a symbolic link to nothing). absl's --log_dir writes the log to a file in that
@@ -104,7 +104,7 @@ def run(main, lock_output=True):
                 status = main(argv)
             logging.info("%s", summary(started))
         except BaseException as e:
-            _remove_if_weightless(created)
+            _remove_if_unproductive(created)
             if not _reported(e) or os.environ.get(TRACEBACK_VARIABLE) == "1":
                 raise
             logging.flush()
@@ -310,13 +310,14 @@ def _new_output_directories():
     return created
 
 
-def _remove_if_weightless(folders):
-    """A failed run leaves no output folder it created (so every file in it is this run's) that holds no
-    weights: no checkpoint or SavedModel (no `*.index` file anywhere in it). A run refused before training,
-    or one that failed before its first checkpoint, leaves nothing (its labels.txt, bert_config.json,
-    training_settings.json, ... would only make the corrected rerun read them); one that saved weights
-    keeps its folder, to resume from."""
+def _remove_if_unproductive(folders):
+    """A failed run leaves no output folder it created (so every file in it is this run's) that holds nothing
+    but the files a run writes before it has produced anything (`run_directory.SETUP_FILES`: labels.txt,
+    bert_config.json, training_settings.json), or nothing at all: a run refused after reading its data
+    leaves no folder for the corrected rerun to read. Weights, results and predictions keep their folder."""
+    from bert_tf import run_directory  # TensorFlow: not imported by the commands that never start it
+
     for folder in folders:
-        if os.path.isdir(folder) and not any(name.endswith(".index") for _, _, files in os.walk(folder)
-                                             for name in files):
+        if os.path.isdir(folder) and all(name in run_directory.SETUP_FILES for _, _, files in os.walk(folder)
+                                         for name in files):
             shutil.rmtree(folder, ignore_errors=True)
