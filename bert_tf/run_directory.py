@@ -237,8 +237,9 @@ def check_resumable(directory, config, settings, fixed=(), backend=None):
         if name in changed:
             recorded, new = changed[name]
             raise ValueError(f"{directory} holds the training state of step {states[-1]}, trained with "
-                             f"{name}={recorded}, which its saved input position, optimizer state or step count "
-                             f"depend on, so a resumed run cannot change it (this run: {name}={new}). Rerun with "
+                             f"{name}={recorded}, which its saved state (model, optimizer, input position, step "
+                             f"count) depends on, so a resumed run cannot change it (this run: {name}={new}). "
+                             "Rerun with "
                              f"{name}={recorded} to continue it, or start a new run from its weights with "
                              f"init_checkpoint={directory} and another output_dir; {directory} is left unchanged")
     return changed

@@ -237,9 +237,10 @@ def test_reruns_that_do_not_fit_the_run_change_nothing_and_say_why(tiny_model_di
     # --group_by_length failed to restore the iterator. On JAX, a TensorFlow-written state was "not this
     # model's" (it used to invite moving the state away, to start from step 0).
     for changed, expected in (
-            ({"train_batch_size": 2}, "trained with --train_batch_size=1, which its saved input position, optimizer "
-                                      "state or step count depend on, so a resumed run cannot change it (this run: "
-                                      "--train_batch_size=2). Rerun with --train_batch_size=1 to continue it"),
+            ({"train_batch_size": 2}, "trained with --train_batch_size=1, which its saved state (model, optimizer, "
+                                      "input position, step count) depends on, so a resumed run cannot change it "
+                                      "(this run: --train_batch_size=2). Rerun with --train_batch_size=1 to continue "
+                                      "it"),
             ({"mixed_precision": "float16"}, "trained with --mixed_precision=float32, which "),
             ({"group_by_length": True}, "trained with --group_by_length=False, which "),
             ({"env": {"KERAS_BACKEND": "jax"}}, "ckpt-2 is a training state written on Keras's tensorflow backend; "

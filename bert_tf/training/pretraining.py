@@ -31,8 +31,8 @@ RESUMED_SETTINGS = ("learning_rate", "train_batch_size", "max_seq_length", "max_
                     "num_train_steps", "num_warmup_steps", "lr_decay_power", "pretraining_objective",
                     "dynamic_masking", "optimizer", "num_accumulation_steps", "mixed_precision", "seed")
 # Those a resumed run cannot change: the saved input position is in batches of that size, of that input; the
-# optimizer state of float16 has a loss scale.
-FIXED_ON_RESUME = ("train_batch_size", "dynamic_masking", "mixed_precision")
+# optimizer state of float16 has a loss scale; the objective decides the model's heads.
+FIXED_ON_RESUME = ("train_batch_size", "dynamic_masking", "mixed_precision", "pretraining_objective")
 
 
 @dataclasses.dataclass
