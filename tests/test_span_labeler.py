@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import load_checkpoint, save_checkpoint
-from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
+from bert_tf.modeling.tasks.span_labeler import PADDING_LOGIT, BertSpanLabeler
 
 BATCH, SEQ = 13, 7
 
@@ -44,6 +44,11 @@ def test_head_is_the_originals(tiny_config):
     names["cls/squad/output_bias"].assign([0.5, -0.25])
     hidden = model.encoder(features)["sequence_output"].numpy()
     expected = hidden @ names["cls/squad/output_weights"].numpy().T + [0.5, -0.25]
+    # But at the padding: out of the softmax, and out of the n best positions a prediction ranks (the
+    # padding's untrained logits took places of the n-best there).
+    padding = np.asarray(features["input_mask"]) == 0
+    assert padding.any() and not padding.all()
+    expected[padding] = PADDING_LOGIT
     outputs = model(features)
     np.testing.assert_allclose(outputs["start_logits"], expected[..., 0], atol=1e-5)
     np.testing.assert_allclose(outputs["end_logits"], expected[..., 1], atol=1e-5)

@@ -8,7 +8,8 @@ from bert_tf.modeling.checkpoint_names import SQUAD_SCOPE
 from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
 
-# The logit the span objective gives the padding: out of the softmax (exp underflows to 0 in float32).
+# The start and end logit of every padding position: out of the softmax (exp underflows to 0 in float32), last
+# in the ranking of predictions.
 PADDING_LOGIT = -1e9
 
 
@@ -21,7 +22,7 @@ class BertSpanLabeler(BertTaskModel):
 
     Inputs: a dict with int [B, T] `input_ids`, `input_mask`, `segment_ids`; other entries (the labels
     `start_positions`, `end_positions` int [B], `unique_ids`) may be in the same dict and are ignored by `call`.
-    Outputs, a dict: `start_logits`, `end_logits`, float32 [B, T].
+    Outputs, a dict: `start_logits`, `end_logits`, float32 [B, T]; PADDING_LOGIT at the padding (input_mask 0).
 
     Objective (for `fit` and `bert_tf.training.loop.Trainer`, see BertTaskModel): one term, `span`, over the
     2B predictions (every start, then every end), each with its example's weight: the loss is their mean
@@ -29,9 +30,11 @@ class BertSpanLabeler(BertTaskModel):
     and end positions whose argmax is right. A window without the answer is labelled 0 ([CLS]). With Keras,
     the labels may also be passed as `y={"start_positions": ..., "end_positions": ...}`.
     One difference: the original's softmax runs over all T positions, the padding's included, so its loss
-    depends on how far a window is padded; here the padding (input_mask 0) is left out of it, so that
+    depends on how far a window is padded, and its training pushes the padding's logits down; here the
+    padding is out of the softmax (its logits are PADDING_LOGIT, in training and prediction alike), so that
     trimmed, length-grouped and unpadded batches (`BertEncoder`'s skip_padding) train exactly as full-length
-    ones. The padding's logits only ever learn to be low there, and predictions never read them.
+    ones, and no padding position takes a place of the n best starts and ends that prediction ranks (the
+    padding's own logits, never trained, did: up to every place of a short window's n-best).
 
         model = BertSpanLabeler(config)
         bert_tf.load_checkpoint(model, "uncased_L-12_H-768_A-12/bert_model.ckpt")
@@ -52,6 +55,8 @@ class BertSpanLabeler(BertTaskModel):
             raise ValueError(f"BertSpanLabeler inputs must be a dict with input_ids, input_mask, segment_ids; got "
                              f"{sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__}")
         logits = self.head(self.token_features(inputs, training), training=training)
+        real = ops.expand_dims(ops.not_equal(self.input_mask(inputs), 0), -1)
+        logits = ops.where(real, logits, PADDING_LOGIT)
         return {START_LOGITS: logits[..., 0], END_LOGITS: logits[..., 1]}
 
     def objective_features(self, x, y):
@@ -74,9 +79,7 @@ class BertSpanLabeler(BertTaskModel):
         """{"span": {"loss": cross-entropy float32 [2B], "accuracy": 1.0 where the argmax is right [2B]}},
         starts first, aligned with `objective_weights`."""
         labels = ops.concatenate([ops.reshape(features[name], (-1,)) for name in SPAN_LABELS], axis=0)
-        logits = ops.concatenate([outputs[START_LOGITS], outputs[END_LOGITS]], axis=0)
-        real = ops.not_equal(self.input_mask(features), 0)
-        logits = ops.where(ops.concatenate([real, real], axis=0), logits, PADDING_LOGIT)
+        logits = ops.concatenate([outputs[START_LOGITS], outputs[END_LOGITS]], axis=0)  # the padding's out
         loss, hits = cross_entropy_and_hits(labels, logits)
         return {"span": {"loss": loss, "accuracy": hits}}
 
