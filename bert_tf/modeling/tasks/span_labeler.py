@@ -55,9 +55,9 @@ class BertSpanLabeler(BertTaskModel):
             raise ValueError(f"BertSpanLabeler inputs must be a dict with input_ids, input_mask, segment_ids; got "
                              f"{sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__}")
         logits = self.head(self.token_features(inputs, training), training=training)
-        real = ops.expand_dims(ops.not_equal(self.input_mask(inputs), 0), -1)
-        logits = ops.where(real, logits, PADDING_LOGIT)
-        return {START_LOGITS: logits[..., 0], END_LOGITS: logits[..., 1]}
+        real = ops.not_equal(self.input_mask(inputs), 0)
+        return {START_LOGITS: ops.where(real, logits[..., 0], PADDING_LOGIT),
+                END_LOGITS: ops.where(real, logits[..., 1], PADDING_LOGIT)}
 
     def objective_features(self, x, y):
         """Keras hook: `x` with the labels `y` ({start_positions, end_positions}) added."""
