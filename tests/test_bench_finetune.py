@@ -59,7 +59,10 @@ def test_dry_run_prints_every_command_and_writes_nothing(tmp_path):
                     peer = json.loads(command.split("# spec: ", 1)[1])
                     assert (peer["implementation"], peer["job"], peer["precision"], peer["group_by_length"]) == (
                         library, job, precision, grouped)
-                    assert peer["hparams"] == spec["hparams"]
+                    assert peer["hparams"] == {**spec["hparams"], **spec.get(f"{library}_hparams", {}), "seed": 1}
+                    if job == "squad" and library == "hf":  # run_qa.py's README command and TrainingArguments
+                        assert (peer["hparams"]["batch_size"], peer["hparams"]["learning_rate"],
+                                peer["hparams"]["epochs"], peer["hparams"]["warmup_proportion"]) == (12, 3e-5, 2, 0)
 
 
 @pytest.mark.subprocess
@@ -68,7 +71,8 @@ def test_dry_run_prints_every_command_and_writes_nothing(tmp_path):
     ("--implementations=torch", "--implementations: unknown 'torch'"),
     ("--precisions=float16", "--precisions: unknown 'float16'"),
     ("--jobs=", "--jobs is empty"),
-    ("--rounds=0", "--rounds=0: it must be positive"),
+    ("--seeds=1,x", "--seeds=1,x: expected a comma list of integers"),
+    ("--seeds=", "--seeds is empty"),
     ("--train_limit=-5", "--train_limit=-5: it must be zero or more"),
     ("--bogus", "unrecognized arguments: --bogus"),
 ])
@@ -136,19 +140,39 @@ def test_metrics_of_bert_tf_and_a_peer_are_computed_by_the_same_code(tmp_path):
         {"exact_match": 0.0, "f1": 100 * 2 / 3})
 
 
+def result(wall, accuracies):
+    return [{"wall": wall, "startup": 5.0, "train": wall - 20, "sequences": 10000, "metric": {"accuracy": accuracy},
+             "load": (1.0, 1.0)} for accuracy in accuracies]
+
+
 def test_the_summary_compares_the_fastest_cases_at_equal_accuracy():
-    """A faster case whose dev metric is more than 0.5 point below the job's best does not count as its library's
-    fastest (HF's bfloat16 Trainer that learned nothing must not set the bar)."""
+    """One seed: a faster case whose dev metric is more than 0.5 point below the job's best does not count as its
+    library's fastest (HF's bfloat16 Trainer that learned nothing must not set the bar)."""
     import argparse
 
-    def result(wall, accuracy):
-        return [{"wall": wall, "startup": 5.0, "train": wall - 20, "sequences": 10000, "metric": {"accuracy": accuracy},
-                 "load": (1.0, 1.0)}]
-
-    results = {("rt", "bert_tf", "bfloat16"): result(130.0, 0.831), ("rt", "bert_tf", "float32"): result(200.0, 0.829),
-               ("rt", "hf", "bfloat16"): result(110.0, 0.514), ("rt", "hf", "float32"): result(195.0, 0.828)}
+    results = {("rt", "bert_tf", "bfloat16"): result(130.0, [0.831]),
+               ("rt", "bert_tf", "float32"): result(200.0, [0.829]),
+               ("rt", "hf", "bfloat16"): result(110.0, [0.514]), ("rt", "hf", "float32"): result(195.0, [0.828])}
     args = argparse.Namespace(jobs=["rt"], implementations=["bert_tf", "hf"], precisions=["float32", "bfloat16"])
     rows = bench_finetune.report_rows(list(results), {}, results, {}, args)
     summary = rows[-1]
-    assert "130.0 s (bert_tf, bfloat16; 0.8310)" in summary and "195.0 s (HF Trainer, float32; 0.8280)" in summary
+    assert "130.0 s (bert_tf, bfloat16; 83.10)" in summary and "195.0 s (HF Trainer, float32; 82.80)" in summary
     assert summary.endswith(f"| {195.0 / 130.0:.2f}x |")
+
+
+def test_equal_accuracy_over_seeds_is_the_best_mean_minus_its_spread():
+    """Seeds: a case is at equal accuracy when its mean is at least the most accurate case's mean minus that case's
+    sample standard deviation; the table shows mean ± spread and each seed's value."""
+    import argparse
+
+    best = [0.840, 0.850, 0.860]  # mean 0.85, standard deviation 0.01: the bar is 84.0 points
+    results = {("rt", "bert_tf", "bfloat16"): result(100.0, [0.838, 0.843, 0.848]),  # mean 84.3: equal
+               ("rt", "bert_tf", "float32"): result(150.0, best),
+               ("rt", "hf", "bfloat16"): result(90.0, [0.830, 0.835, 0.840]),  # mean 83.5: less accurate
+               ("rt", "hf", "float32"): result(120.0, [0.845, 0.850, 0.855])}
+    args = argparse.Namespace(jobs=["rt"], implementations=["bert_tf", "hf"], precisions=["float32", "bfloat16"])
+    rows = bench_finetune.report_rows(list(results), {}, results, {}, args)
+    assert "| 85.00 ± 1.00 (0.8400 ; 0.8500 ; 0.8600) |" in rows[2]
+    summary = rows[-1]
+    assert "100.0 s (bert_tf, bfloat16; 84.30 ± 0.50)" in summary and "120.0 s (HF Trainer, float32;" in summary
+    assert summary.endswith(f"| {120.0 / 100.0:.2f}x |")
