@@ -37,7 +37,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from bert_tf.data.tasks.pipeline import TRIM_MULTIPLE, length_sorted_batches, num_examples
+from bert_tf.batch_width import TRIM_MULTIPLE
+from bert_tf.data.tasks.pipeline import length_sorted_batches, num_examples
 from bert_tf.feature_schema import INPUT_MASK
 from bert_tf.progress import Progress
 

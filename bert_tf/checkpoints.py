@@ -14,7 +14,7 @@ import re
 
 from absl import logging
 
-from bert_tf import run_directory
+from bert_tf import checkpoint_paths, run_directory
 from bert_tf.config import BertConfig
 from bert_tf.formats import google, keras_hub
 from bert_tf.formats.huggingface import read_huggingface, safetensors_files
@@ -43,7 +43,7 @@ def open_checkpoint(path):
     files = safetensors_files(path)
     if files:
         return _with_companions(read_huggingface(files, path))
-    prefix = google.checkpoint_prefix(path)
+    prefix = checkpoint_paths.prefix_of(path)
     if prefix:
         return _with_companions(google.read_checkpoint(prefix))
     if not os.path.exists(path) and not glob.glob(path + ".*"):

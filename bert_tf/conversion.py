@@ -12,9 +12,9 @@ import os
 from absl import logging
 
 from bert_tf import atomic_io, model_types, run_directory
+from bert_tf.checkpoint_names import OUTPUT_WEIGHTS
 from bert_tf.checkpoints import check_fits, load_checkpoint, opened, save_checkpoint
 from bert_tf.formats import huggingface, keras_hub
-from bert_tf.modeling.checkpoint_names import OUTPUT_WEIGHTS
 from bert_tf.tokenization import load_vocab
 
 BERT_TF = "bert_tf"
@@ -30,9 +30,9 @@ def _hint(source):
     return None
 
 
-def _write_bert_tf(weights, config, directory, vocab_file, labels):
-    """bert_model.ckpt (config embedded), bert_config.json, vocab.txt and labels.txt in `directory`; the encoder
-    must load from it."""
+def _write_bert_tf(weights, config, directory, vocab_file):
+    """bert_model.ckpt (config embedded), bert_config.json and vocab.txt in `directory`; the encoder must load
+    from it."""
     prefix = os.path.join(directory, "bert_model.ckpt")
     save_checkpoint(weights, prefix, config)
     from bert_tf.modeling.encoder import BertEncoder  # the check needs a model
@@ -42,8 +42,6 @@ def _write_bert_tf(weights, config, directory, vocab_file, labels):
     if vocab_file:
         with open(vocab_file, "rb") as f:
             atomic_io.write_file(os.path.join(directory, "vocab.txt"), f.read())
-    if labels:
-        run_directory.write_labels(directory, labels)
     return "bert_tf checkpoint"
 
 
@@ -83,13 +81,14 @@ def convert(path, output_dir, output_format, config, model_type=None, vocab_file
                          f"{source.shapes[OUTPUT_WEIGHTS][0]} outputs")
     with atomic_io.new_directory(output_dir) as directory:
         if output_format == BERT_TF:
-            written = _write_bert_tf(weights, config, directory, vocab_file, labels)
+            written = _write_bert_tf(weights, config, directory, vocab_file)
         elif output_format == huggingface.HUGGINGFACE:
             written = huggingface.write_huggingface(weights, config, model_type, directory, vocab_file, labels,
                                                     do_lower_case)
         else:
-            written = keras_hub.write_preset(weights, config, model_type, directory, vocab_file, do_lower_case,
-                                             labels)
+            written = keras_hub.write_preset(weights, config, model_type, directory, vocab_file, do_lower_case)
+        if labels and output_format != huggingface.HUGGINGFACE:  # HF's are config.json's id2label
+            run_directory.write_labels(directory, labels)  # bert_tf and KerasHub folders: labels.txt
     logging.info("Converted the %s model %s (%s, %d tensors) into %s: %s", model_type, source.path, source.format,
                  len(names), output_dir, written)
     return model_type, written

@@ -1,5 +1,5 @@
-"""The kinds of BERT model, in one registry: per type its Keras model, head variables, HuggingFace class,
-KerasHub task, serving adapter and the export options it reads.
+"""The kinds of BERT model, in one registry: per type its head variables, HuggingFace class, KerasHub task,
+the export options it reads, and the factories of its Keras model and serving adapter.
 
     model_type = model_types.get("classifier")
     model = model_type.build(config, source, options)      # source: an opened CheckpointSource
@@ -9,14 +9,19 @@ KerasHub task, serving adapter and the export options it reads.
 
 Every command and codec reads the types here: `convert_checkpoint.py --model_type` offers the ones with a
 HuggingFace class, `export_model.py --model_type` the ones with a serving adapter, the codecs map their own
-class and task names through it. The module is pure Python (the codecs read it without Keras or
-TensorFlow): the model classes and adapters are imported when a model is built.
+class and task names through it. The module is pure Python and imports nothing of bert_tf but
+`checkpoint_names` (the codecs read it without Keras or TensorFlow). The registry holds names and factories
+that the lower layers provide, never imports of them: the built-in types are declared here without their
+factories, and the modules that define them provide those when imported (`provide`): each model's module
+(`modeling/encoder.py`, `modeling/tasks/*.py`) its `build`, `export/serving.py` and `export/task_adapters.py`
+the `adapter`s. `export/serving_models.py` imports them all; a factory called before its module is imported
+is a ValueError naming that module.
 """
 
 import dataclasses
 from typing import Callable
 
-from bert_tf.modeling.checkpoint_names import (
+from bert_tf.checkpoint_names import (
     BILSTM_SCOPE,
     ENCODER_SCOPE,
     MASKED_LM_SCOPE,
@@ -40,8 +45,10 @@ class ModelType:
       unscoped output layer's `output_weights`, `output_bias`); a checkpoint of this type has a variable under
       the first. () for the encoder alone.
     build: (config, source, options) -> the Keras model, built for the checkpoint `source` (a CheckpointSource:
-      its head sizes and embedded head options) with the export `options` dict.
-    adapter: (model, options) -> its serving adapter (bert_tf/export/); None: export_model.py cannot serve it.
+      its head sizes and embedded head options) with the export `options` dict. A built-in type's is provided
+      by its model's module (`provide`).
+    adapter: (model, options) -> its serving adapter (bert_tf/export/, which provides the built-in types'); None:
+      export_model.py cannot serve it.
     options: the export options (`export_model.py` flags) it reads; the others are refused for it.
     reads_pooler: whether its outputs read `bert/pooler/` (otherwise an export may lack the pooler).
     huggingface_class: (transformers class, whether that class has the pooler, the encoder's name prefix);
@@ -71,79 +78,27 @@ class ModelType:
     def unused_variables(self, source):
         """Name prefixes of the variables its outputs never read for the checkpoint `source` (an export may
         lack them): the pooler, where unread (or untrained: an MLM-only pretrainer has no NSP head)."""
-        reads_pooler = self.reads_pooler and (self.name != PRETRAINER or _has_next_sentence(source))
+        reads_pooler = self.reads_pooler and (self.name != PRETRAINER or has_next_sentence(source))
         return () if reads_pooler else (POOLER_SCOPE,)
 
 
-def _has_next_sentence(source):
+def has_next_sentence(source):
+    """Whether the checkpoint `source` has a (trained) next sentence head: an MLM-only pretrainer has none."""
     return NEXT_SENTENCE_SCOPE + OUTPUT_WEIGHTS in source.shapes
 
 
-def _encoder(config, source, options):
-    from bert_tf.modeling.encoder import BertEncoder
+class _Absent:
+    """The factory of a built-in type until `module` provides it (`provide`, when that module is imported)."""
 
-    return BertEncoder(config)
+    def __init__(self, kind, factory, module):
+        self.kind, self.factory, self.module = kind, factory, module
 
+    def __call__(self, *args, **kwargs):
+        raise ValueError(f"model type {self.kind!r} has no {self.factory} yet: {self.module} provides it when "
+                         "imported (bert_tf.export.serving_models imports every built-in type's)")
 
-def _pretrainer(config, source, options):
-    from bert_tf.modeling.tasks.pretrainer import BertPretrainer, pretraining_objective
-
-    return BertPretrainer(config, objective=pretraining_objective(config, _has_next_sentence(source)))
-
-
-def _classifier(config, source, options):
-    from bert_tf.modeling.tasks.classifier import BertClassifier
-
-    return BertClassifier(config, REGISTRY[CLASSIFIER].head_size(source), **(source.head or {}))
-
-
-def _tagger(config, source, options):
-    from bert_tf.modeling.tasks.feature_tagger import BertFeatureTagger
-    from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
-
-    head = source.head or {}
-    tagger = BertFeatureTagger if "feature_layers" in head else BertTokenClassifier
-    return tagger(config, REGISTRY[NER].head_size(source), **head)
-
-
-def _span_labeler(config, source, options):
-    from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
-
-    REGISTRY[SQUAD].head_size(source)  # a fine-tuned span head, or a ValueError naming its absence
-    return BertSpanLabeler(config, **(source.head or {}))
-
-
-def _multiple_choice(config, source, options):
-    from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
-
-    return BertMultipleChoice(config, **(source.head or {}))
-
-
-def _embedder(config, source, options):
-    from bert_tf.formats import sentence_transformers
-    from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
-
-    chosen = {name: options[name] for name in ("pooling", "normalize") if options.get(name) is not None}
-    settings = {**sentence_transformers.DEFAULTS, **chosen}
-    return BertSentenceEmbedder(config, settings["pooling"], settings["normalize"])
-
-
-def _adapter(class_name, option=None):
-    """(model, options) -> bert_tf.export's `class_name`(model[, options[option]]); its ValueError (a bad label
-    list, max_answer_length) names the option."""
-
-    def make(model, options):
-        from bert_tf.export import serving, task_adapters
-
-        adapter_class = getattr(serving, class_name, None) or getattr(task_adapters, class_name)
-        if option is None:
-            return adapter_class(model)
-        try:
-            return adapter_class(model, options.get(option))
-        except ValueError as e:
-            raise ValueError(f"{option}: {e}") from None
-
-    return make
+    def __repr__(self):
+        return f"<{self.kind} {self.factory}: provided by {self.module}>"
 
 
 REGISTRY = {}
@@ -158,22 +113,43 @@ def register(model_type):
     return model_type
 
 
+def provide(name, build=None, adapter=None):
+    """Gives the declared type `name` its factories `build` and/or `adapter` (ModelType's fields): what the
+    module defining a built-in type's model (its build) or serving adapter calls when imported. ValueError
+    for an unknown name, or a factory that is not awaited (already provided, or no adapter declared)."""
+    model_type = get(name)
+    factories = {field: factory for field, factory in (("build", build), ("adapter", adapter)) if factory}
+    for field in factories:
+        if not isinstance(getattr(model_type, field), _Absent):
+            state = "already provided" if getattr(model_type, field) else "not declared"
+            raise ValueError(f"model type {name!r}: its {field} is {state}")
+    REGISTRY[name] = dataclasses.replace(model_type, **factories)
+    return REGISTRY[name]
+
+
+def _declared(name, heads, build_module, adapter_module=None, **fields):
+    """A built-in type whose build `build_module` provides, and its serving adapter `adapter_module` (None:
+    not served)."""
+    adapter = adapter_module and _Absent(name, "adapter", adapter_module)
+    return ModelType(name, heads, _Absent(name, "build", build_module), adapter, **fields)
+
+
+_TASKS, _SERVING, _ADAPTERS = "bert_tf.modeling.tasks.", "bert_tf.export.serving", "bert_tf.export.task_adapters"
 for _type in (
-        ModelType(ENCODER, (), _encoder, _adapter("EncoderAdapter"), huggingface_class=("BertModel", True, ""),
+        _declared(ENCODER, (), "bert_tf.modeling.encoder", _SERVING, huggingface_class=("BertModel", True, ""),
                   keras_hub_task="BertBackbone"),
-        ModelType(PRETRAINER, (MASKED_LM_SCOPE, NEXT_SENTENCE_SCOPE), _pretrainer, _adapter("PretrainerAdapter"),
+        _declared(PRETRAINER, (MASKED_LM_SCOPE, NEXT_SENTENCE_SCOPE), _TASKS + "pretrainer", _SERVING,
                   huggingface_class=("BertForPreTraining", True, "bert.")),
-        ModelType(CLASSIFIER, _OUTPUT_LAYER, _classifier, _adapter("ClassifierAdapter", "label_list"),
-                  ("label_list",), huggingface_class=("BertForSequenceClassification", True, "bert."),
+        _declared(CLASSIFIER, _OUTPUT_LAYER, _TASKS + "classifier", _ADAPTERS, options=("label_list",),
+                  huggingface_class=("BertForSequenceClassification", True, "bert."),
                   keras_hub_task="BertTextClassifier"),
-        ModelType(NER, _OUTPUT_LAYER, _tagger, _adapter("TokenClassifierAdapter", "label_list"), ("label_list",),
+        _declared(NER, _OUTPUT_LAYER, _TASKS + "feature_tagger", _ADAPTERS, options=("label_list",),
                   reads_pooler=False, huggingface_class=("BertForTokenClassification", False, "bert.")),
-        ModelType(SQUAD, (SQUAD_SCOPE,), _span_labeler,
-                  _adapter("SpanLabelerAdapter", "max_answer_length"), ("max_answer_length",), reads_pooler=False,
-                  huggingface_class=("BertForQuestionAnswering", False, "bert.")),
-        ModelType(MULTIPLE_CHOICE, _OUTPUT_LAYER, _multiple_choice,
+        _declared(SQUAD, (SQUAD_SCOPE,), _TASKS + "span_labeler", _ADAPTERS, options=("max_answer_length",),
+                  reads_pooler=False, huggingface_class=("BertForQuestionAnswering", False, "bert.")),
+        _declared(MULTIPLE_CHOICE, _OUTPUT_LAYER, _TASKS + "multiple_choice",
                   huggingface_class=("BertForMultipleChoice", True, "bert.")),
-        ModelType(EMBEDDER, (), _embedder, _adapter("EmbedderAdapter"), ("pooling", "normalize"),
+        _declared(EMBEDDER, (), _TASKS + "embedder", _ADAPTERS, options=("pooling", "normalize"),
                   reads_pooler=False)):
     register(_type)
 
@@ -191,7 +167,8 @@ def convertible():
 
 
 def exportable():
-    """The names of the types export_model.py serves (they have a serving adapter)."""
+    """The names of the types export_model.py serves (they have a serving adapter: provided, or declared and
+    provided by bert_tf/export/ when imported)."""
     return tuple(name for name, model_type in REGISTRY.items() if model_type.adapter)
 
 

@@ -16,8 +16,9 @@ under kills.
                                   that resumed reruns made to them (`record_settings`)
 
 A checkpoint bundle exists once its `.index` is in place: it is written under a temporary prefix and its
-files renamed, the index last (`write_bundle`). Retention keeps the newest `MAX_CHECKPOINTS_TO_KEEP` steps
-up to the one just saved, so the newest intact state is never deleted.
+files renamed, the index last (`checkpoint_paths.write_bundle`; that module, below this one and formats/, also
+names the bundles, lists their steps and finds the newest export: `newest_export`). Retention keeps the newest
+`MAX_CHECKPOINTS_TO_KEEP` steps up to the one just saved, so the newest intact state is never deleted.
 
 The contract is described in docs/DESIGN.md, section 3.1.
 """
@@ -25,108 +26,39 @@ The contract is described in docs/DESIGN.md, section 3.1.
 import glob
 import json
 import os
-import re
 import shutil
 
 from absl import logging
 
-from bert_tf import atomic_io
-from bert_tf.formats.source import checkpoint_folder
+from bert_tf import atomic_io, checkpoint_paths
+from bert_tf.formats import tensor_bundle
 
-STATE_DIR = "training_state"
-EXPORT_NAME = "model.ckpt"
-STATE_NAME = "ckpt"
-INDEX_FILE = "checkpoint"
 CONFIG_FILE = "bert_config.json"
 BEST_DIR = "best"
 EVALUATIONS_FILE = "dev_evaluations.jsonl"
 MAX_CHECKPOINTS_TO_KEEP = 5
-_STEP = re.compile(r"(?:^|/)(?:model\.)?ckpt-(\d+)$")
 
 
-def checkpoint_prefix(directory, step, name=EXPORT_NAME):
-    """`directory/<name>-<step>`: name EXPORT_NAME (exported weights) or STATE_NAME (training state)."""
-    return os.path.join(directory, f"{name}-{step}")
-
-
-def step_of(prefix):
-    """The step N of a checkpoint prefix `.../model.ckpt-N` or `.../ckpt-N`, or None."""
-    match = _STEP.search(os.fspath(prefix))
-    return int(match.group(1)) if match else None
-
-
-def steps(directory, name=EXPORT_NAME):
-    """Sorted steps N with a `<name>-N.index` in `directory` (complete bundles)."""
-    found = (step_of(path[: -len(".index")]) for path in glob.glob(os.path.join(glob.escape(directory),
-                                                                                 f"{name}-*.index")))
-    return sorted(step for step in found if step is not None)
-
-
-def incomplete_steps(directory, name=EXPORT_NAME):
-    """Sorted steps with `<name>-N.data-*` files but no index (a bundle that lost its index)."""
-    found = set()
-    for path in glob.glob(os.path.join(glob.escape(directory), f"{name}-*.data-*")):
-        step = step_of(path.split(".data-")[0])
-        if step is not None and not os.path.exists(checkpoint_prefix(directory, step, name) + ".index"):
-            found.add(step)
-    return sorted(found)
-
-
-def write_bundle(prefix, write):
-    """Writes a TF checkpoint bundle at `prefix` so that `prefix.index` appears only once every file is
-    complete and synced: `write(temporary_prefix)` writes it (TensorFlow's writers), then the data files and
-    last the index are renamed. OSError naming `prefix` (and TensorFlow's reason) on failure, with the
-    temporary files removed."""
-    import tensorflow as tf  # here, not at the top: reading checkpoints and this folder's files needs no TF
-
-    tmp = atomic_io.temporary_path(prefix)
-    try:
-        write(tmp)
-        data = sorted(glob.glob(glob.escape(tmp) + ".data-*"))
-        atomic_io.publish(data + [tmp + ".index"], [prefix + p[len(tmp):] for p in data] + [prefix + ".index"])
-    except tf.errors.OpError as e:
-        raise atomic_io.disk_error(e, prefix) from None
-    finally:
-        for leftover in glob.glob(glob.escape(tmp) + "*"):
-            if os.path.isdir(leftover):
-                tf.io.gfile.rmtree(leftover)
-            else:
-                os.remove(leftover)
-
-
-def write_index(directory, step, name=EXPORT_NAME, keep=MAX_CHECKPOINTS_TO_KEEP):
+def write_index(directory, step, name=checkpoint_paths.EXPORT_NAME, keep=MAX_CHECKPOINTS_TO_KEEP):
     """The `checkpoint` index file, as TF1 wrote it, naming `<name>-<step>` and the earlier steps that
     `retain(directory, step, name, keep)` keeps (so the index never names a removed bundle):
     tf.train.latest_checkpoint(directory) finds it."""
-    earlier = [s for s in steps(directory, name) if s < step]
+    earlier = [s for s in checkpoint_paths.steps(directory, name) if s < step]
     kept = [f"{name}-{s}" for s in earlier[max(0, len(earlier) - keep + 1):] if keep > 1] + [f"{name}-{step}"]
     lines = [f'model_checkpoint_path: "{kept[-1]}"'] + [f'all_model_checkpoint_paths: "{k}"' for k in kept]
-    atomic_io.write_file(os.path.join(directory, INDEX_FILE), "\n".join(lines) + "\n")
+    atomic_io.write_file(os.path.join(directory, checkpoint_paths.INDEX_FILE), "\n".join(lines) + "\n")
 
 
-def indexed_step(directory):
-    """The step the `checkpoint` index file names when that bundle is complete, else None."""
-    import tensorflow as tf
-
-    try:
-        state = tf.train.get_checkpoint_state(directory)
-    except Exception:  # a damaged index file: protobuf's parse errors have no common base class
-        return None
-    path = state.model_checkpoint_path if state else None
-    if not path or not os.path.exists(os.path.join(directory, os.path.basename(path)) + ".index"):
-        return None
-    return step_of(path)
-
-
-def remove_bundle(directory, step, name=EXPORT_NAME):
-    for path in glob.glob(glob.escape(checkpoint_prefix(directory, step, name)) + ".*"):
+def remove_bundle(directory, step, name=checkpoint_paths.EXPORT_NAME):
+    for path in glob.glob(glob.escape(checkpoint_paths.checkpoint_prefix(directory, step, name)) + ".*"):
         os.remove(path)
 
 
-def retain(directory, step, name=EXPORT_NAME, keep=MAX_CHECKPOINTS_TO_KEEP):
+def retain(directory, step, name=checkpoint_paths.EXPORT_NAME, keep=MAX_CHECKPOINTS_TO_KEEP):
     """After saving `<name>-<step>`: removes the bundles older than the newest `keep` up to `step`, and
     every bundle after `step` (left by a damaged run that this one replaced: resuming chose an older one)."""
-    existing = sorted(set(steps(directory, name)) | set(incomplete_steps(directory, name)))
+    existing = sorted(set(checkpoint_paths.steps(directory, name))
+                      | set(checkpoint_paths.incomplete_steps(directory, name)))
     up_to = [s for s in existing if s <= step]
     for old in up_to[:-keep] + [s for s in existing if s > step]:
         remove_bundle(directory, old, name)
@@ -182,8 +114,6 @@ def state_backend(prefix):
     """The Keras backend whose training loop wrote the training state bundle at `prefix`: "tensorflow"
     (`loop.Trainer`'s tf.train.Checkpoint, whose bundle holds its object graph), "jax" (`jax_loop.JaxTrainer`'s
     named arrays, model/0 ...), or None when it is neither or unreadable. Read without TensorFlow."""
-    from bert_tf.formats import tensor_bundle  # here: formats/ imports this module
-
     try:
         names = tensor_bundle.read_bundle(prefix)[0]
     except ValueError:
@@ -207,11 +137,11 @@ def check_resumable(directory, config, settings, fixed=(), backend=None):
         mixed_precision: float16 adds a loss scale to the optimizer state).
     Returns the other `settings` ({name: value}, e.g. learning_rate) that differ from those recorded with the
     state (`record_settings`), as {name: (recorded, new)}; {} when there is no state or no record."""
-    state_dir = os.path.join(directory, STATE_DIR)
-    states = steps(state_dir, STATE_NAME)
+    states = checkpoint_paths.state_steps(directory)
     if not states:
         return {}
-    newest = checkpoint_prefix(state_dir, states[-1], STATE_NAME)
+    newest = checkpoint_paths.checkpoint_prefix(os.path.join(directory, checkpoint_paths.STATE_DIR), states[-1],
+                                                checkpoint_paths.STATE_NAME)
     config_path = os.path.join(directory, CONFIG_FILE)
     if os.path.exists(config_path):
         trained, wanted = type(config).from_json_file(config_path).to_dict(), config.to_dict()
@@ -254,7 +184,7 @@ def check_training_start(directory, init_checkpoint, config, settings, fixed=())
     the value that state was trained with."""
     if init_checkpoint is not None:
         path = getattr(init_checkpoint, "path", init_checkpoint)
-        if os.path.realpath(checkpoint_folder(path)) == os.path.realpath(directory):
+        if os.path.realpath(checkpoint_paths.checkpoint_folder(path)) == os.path.realpath(directory):
             raise ValueError(f"output_dir={directory} is the folder of init_checkpoint={path}: training would "
                              "write its checkpoints and `checkpoint` index over the model it starts from; choose "
                              "another output_dir")
@@ -270,7 +200,7 @@ def record_settings(directory, settings):
     values ({"step", "setting", "from", "to"}: from the newest training state's step on). Without a training
     state nothing was trained with the recorded settings (a run refused or stopped before its first save): they
     are replaced, no change recorded."""
-    states = steps(os.path.join(directory, STATE_DIR), STATE_NAME)
+    states = checkpoint_paths.state_steps(directory)
     previous = _read_settings(directory) if states else {}
     changes = list(previous.get("changes", []))
     for name, (recorded, new) in _changed(previous.get("settings", {}), settings).items():
@@ -301,21 +231,6 @@ def _changed(recorded, settings):
             if name in recorded and recorded[name] != value}
 
 
-def newest_export(directory):
-    """The prefix of the newest complete model.ckpt-N that `directory`'s `checkpoint` index names, or None.
-
-    ValueError when the directory's training state is further along (a training run was killed, or is
-    running, between saving its state and exporting those weights): reading the older weights would
-    silently evaluate or export the wrong step; rerunning the training command finishes the export."""
-    step = indexed_step(directory)
-    states = steps(os.path.join(directory, STATE_DIR), STATE_NAME)
-    if states and (step is None or states[-1] > step):
-        raise ValueError(f"{directory}: the training state is at step {states[-1]} but the newest exported weights "
-                         f"are {'none' if step is None else f'{EXPORT_NAME}-{step}'}; the training run was "
-                         "interrupted (or is still running): rerun its command to finish the export")
-    return None if step is None else checkpoint_prefix(directory, step)
-
-
 LABELS_FILE = "labels.txt"
 
 
@@ -334,7 +249,7 @@ def write_labels(output_dir, labels):
             raise ValueError(f"label {label!r}: labels must be non-empty, one line, without surrounding spaces")
     trained = read_labels(output_dir)
     if trained is not None and trained != list(labels) and (
-            steps(output_dir) or steps(os.path.join(output_dir, STATE_DIR), STATE_NAME)):
+            checkpoint_paths.steps(output_dir) or checkpoint_paths.state_steps(output_dir)):
         raise ValueError(f"{output_dir} holds a model trained with the labels {' '.join(trained)} ({LABELS_FILE}); "
                          f"this run's data has the labels {' '.join(labels)}: run it with the data that model was "
                          "trained on, or choose another output_dir")
@@ -357,7 +272,7 @@ def keep_best(output_dir, step, results):
     staging = atomic_io.temporary_path(os.path.join(output_dir, BEST_DIR))
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
-    for path in glob.glob(glob.escape(checkpoint_prefix(output_dir, step)) + ".*"):
+    for path in glob.glob(glob.escape(checkpoint_paths.checkpoint_prefix(output_dir, step)) + ".*"):
         shutil.copy2(path, staging)
     if os.path.exists(os.path.join(output_dir, LABELS_FILE)):
         shutil.copy2(os.path.join(output_dir, LABELS_FILE), staging)

@@ -245,13 +245,16 @@ def _bert_tf_imports(path):
 
 
 def test_the_codecs_are_one_layer_below_loading_and_conversion():
-    """formats/ (the codecs) import neither checkpoints.py nor conversion.py nor a model; config.py imports
-    no format module (docs/DESIGN.md section 3.4)."""
+    """formats/ (the codecs) import neither checkpoints.py nor conversion.py nor a model nor run_directory.py
+    (which paths mean which files is checkpoint_paths.py's, below both); config.py imports no format module
+    (docs/DESIGN.md section 3.4)."""
     formats = os.path.join(ROOT, "bert_tf", "formats")
-    above = ("bert_tf.checkpoints", "bert_tf.conversion", "bert_tf.modeling.encoder", "bert_tf.modeling.tasks")
+    above = ("bert_tf.checkpoints", "bert_tf.conversion", "bert_tf.modeling.encoder", "bert_tf.modeling.tasks",
+             "bert_tf.run_directory")
     for name in sorted(os.listdir(formats)):
         if name.endswith(".py"):
             wrong = sorted(n for n in _bert_tf_imports(os.path.join(formats, name)) if n.startswith(above))
             assert not wrong, f"bert_tf/formats/{name} imports {wrong}"
     config_imports = _bert_tf_imports(os.path.join(ROOT, "bert_tf", "config.py"))
     assert not [n for n in config_imports if "formats" in n], config_imports
+    assert _bert_tf_imports(os.path.join(ROOT, "bert_tf", "checkpoint_paths.py")) == {"bert_tf.atomic_io"}

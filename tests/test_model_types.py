@@ -56,12 +56,28 @@ def test_each_entry_agrees_with_its_model(name, tiny_config, tmp_path):
 
 
 def test_the_registry_reads_without_keras_or_tensorflow():
+    """...and a factory asked for before the module that provides it is imported names that module."""
     code = ("import sys; from bert_tf import model_types; from bert_tf.formats import huggingface, keras_hub; "
-            "print(sorted(m for m in ('keras', 'tensorflow') if m in sys.modules), model_types.convertible())")
+            "print(sorted(m for m in ('keras', 'tensorflow') if m in sys.modules), model_types.convertible()); "
+            "model_types.get('ner').build(None, None, {})")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split("]")[0] == "["
+    assert done.stdout.split("]")[0] == "[", done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        "ValueError: model type 'ner' has no build yet: bert_tf.modeling.tasks.feature_tagger provides it when "
+        "imported (bert_tf.export.serving_models imports every built-in type's)")
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_export_has_every_factory_provided_once(name):
+    kind = model_types.get(name)
+    with pytest.raises(ValueError, match=f"model type '{name}': its build is already provided"):
+        model_types.provide(name, build=kind.build)
+    state = "already provided" if kind.adapter else "not declared"
+    with pytest.raises(ValueError, match=f"model type '{name}': its adapter is {state}"):
+        model_types.provide(name, adapter=kind.build)
+    with pytest.raises(ValueError, match="model type 'no_such_type': expected one of"):
+        model_types.provide("no_such_type", build=kind.build)
 
 
 class ToyScorer(BertClassifier):

@@ -8,26 +8,27 @@ import re
 import numpy as np
 import pytest
 
-from bert_tf import run_directory
+from bert_tf import checkpoint_paths, run_directory
 from bert_tf.checkpoints import save_checkpoint
 
 
-def bundle(directory, step, name=run_directory.EXPORT_NAME):
-    save_checkpoint({"bert/x": np.full([3], step, np.float32)}, run_directory.checkpoint_prefix(directory, step, name))
+def bundle(directory, step, name=checkpoint_paths.EXPORT_NAME):
+    save_checkpoint({"bert/x": np.full([3], step, np.float32)},
+                    checkpoint_paths.checkpoint_prefix(directory, step, name))
 
 
 def test_step_of():
-    assert run_directory.step_of("/a/model.ckpt-12") == 12
-    assert run_directory.step_of("training_state/ckpt-3") == 3
-    assert run_directory.step_of("/a/best") is None and run_directory.step_of("bert_model.ckpt") is None
+    assert checkpoint_paths.step_of("/a/model.ckpt-12") == 12
+    assert checkpoint_paths.step_of("training_state/ckpt-3") == 3
+    assert checkpoint_paths.step_of("/a/best") is None and checkpoint_paths.step_of("bert_model.ckpt") is None
 
 
 def test_a_bundle_without_its_index_is_not_a_checkpoint(tmp_path):
     for step in (1, 2):
         bundle(str(tmp_path), step)
     os.remove(tmp_path / "model.ckpt-2.index")
-    assert run_directory.steps(str(tmp_path)) == [1]
-    assert run_directory.incomplete_steps(str(tmp_path)) == [2]
+    assert checkpoint_paths.steps(str(tmp_path)) == [1]
+    assert checkpoint_paths.incomplete_steps(str(tmp_path)) == [2]
 
 
 def test_retention_keeps_the_newest_up_to_the_saved_step_and_drops_later_ones(tmp_path):
@@ -35,7 +36,7 @@ def test_retention_keeps_the_newest_up_to_the_saved_step_and_drops_later_ones(tm
     for step in range(1, 9):
         bundle(directory, step)
     run_directory.retain(directory, 6, keep=3)  # 7 and 8: left by a run that resumed before them
-    assert run_directory.steps(directory) == [4, 5, 6]
+    assert checkpoint_paths.steps(directory) == [4, 5, 6]
     assert sorted(os.listdir(directory)) == sorted(f"model.ckpt-{s}.{e}" for s in (4, 5, 6)
                                                    for e in ("index", "data-00000-of-00001"))
 
@@ -49,35 +50,35 @@ def test_the_index_names_exactly_the_bundles_that_retention_keeps(tmp_path, keep
         bundle(directory, step)
         run_directory.write_index(directory, step, keep=keep)
         run_directory.retain(directory, step, keep=keep)
-        with open(os.path.join(directory, run_directory.INDEX_FILE), encoding="utf-8") as f:
+        with open(os.path.join(directory, checkpoint_paths.INDEX_FILE), encoding="utf-8") as f:
             named = [int(line.split("-")[-1].rstrip('"\n')) for line in f if line.startswith("all_model")]
-        assert named == run_directory.steps(directory) == list(range(max(1, step - keep + 1), step + 1))
+        assert named == checkpoint_paths.steps(directory) == list(range(max(1, step - keep + 1), step + 1))
 
 
 def test_index_file_is_checked_not_trusted(tmp_path):
     directory = str(tmp_path)
     bundle(directory, 2)
     run_directory.write_index(directory, 2)
-    assert run_directory.indexed_step(directory) == 2
+    assert checkpoint_paths.indexed_step(directory) == 2
     (tmp_path / "checkpoint").write_text("\x00 garbage {{{\n")
-    assert run_directory.indexed_step(directory) is None
+    assert checkpoint_paths.indexed_step(directory) is None
     run_directory.write_index(directory, 5)  # names a bundle that is not there
-    assert run_directory.indexed_step(directory) is None
+    assert checkpoint_paths.indexed_step(directory) is None
 
 
 def test_newest_export_refuses_weights_older_than_the_training_state(tmp_path):
     directory = str(tmp_path)
-    state_dir = os.path.join(directory, run_directory.STATE_DIR)
+    state_dir = os.path.join(directory, checkpoint_paths.STATE_DIR)
     for step in (2, 4):
         bundle(directory, step)
-        bundle(state_dir, step, run_directory.STATE_NAME)
+        bundle(state_dir, step, checkpoint_paths.STATE_NAME)
     run_directory.write_index(directory, 4)
-    assert run_directory.newest_export(directory) == os.path.join(directory, "model.ckpt-4")
-    bundle(state_dir, 6, run_directory.STATE_NAME)  # killed after saving the state of step 6, before its export
+    assert checkpoint_paths.newest_export(directory) == os.path.join(directory, "model.ckpt-4")
+    bundle(state_dir, 6, checkpoint_paths.STATE_NAME)  # killed after saving the state of step 6, before its export
     with pytest.raises(ValueError, match=r"training state is at step 6 but the newest exported weights are "
                                          r"model\.ckpt-4; .*rerun its command to finish the export"):
-        run_directory.newest_export(directory)
-    assert run_directory.newest_export(str(tmp_path / "empty")) is None
+        checkpoint_paths.newest_export(directory)
+    assert checkpoint_paths.newest_export(str(tmp_path / "empty")) is None
 
 
 def test_settings_without_a_training_state_are_replaced_not_recorded_as_changes(tmp_path):
@@ -87,8 +88,8 @@ def test_settings_without_a_training_state_are_replaced_not_recorded_as_changes(
     run_directory.record_settings(str(tmp_path), {"learning_rate": 5e-5, "train_batch_size": 32})
     recorded = json.loads((tmp_path / run_directory.SETTINGS_FILE).read_text())
     assert recorded == {"settings": {"learning_rate": 5e-5, "train_batch_size": 32}, "changes": []}
-    (tmp_path / run_directory.STATE_DIR).mkdir()
-    (tmp_path / run_directory.STATE_DIR / "ckpt-7.index").write_bytes(b"")
+    (tmp_path / checkpoint_paths.STATE_DIR).mkdir()
+    (tmp_path / checkpoint_paths.STATE_DIR / "ckpt-7.index").write_bytes(b"")
     run_directory.record_settings(str(tmp_path), {"learning_rate": 1e-4, "train_batch_size": 32})
     recorded = json.loads((tmp_path / run_directory.SETTINGS_FILE).read_text())
     assert recorded["changes"] == [{"step": 7, "setting": "learning_rate", "from": 5e-5, "to": 1e-4}]
@@ -100,8 +101,8 @@ def test_a_damaged_settings_file_is_named_in_one_line(tmp_path, text):
     """A JSON list used to end in an AttributeError; every damage now says which file and what to do."""
     path = tmp_path / run_directory.SETTINGS_FILE
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    (tmp_path / run_directory.STATE_DIR).mkdir()
-    (tmp_path / run_directory.STATE_DIR / "ckpt-1.index").write_bytes(b"")
+    (tmp_path / checkpoint_paths.STATE_DIR).mkdir()
+    (tmp_path / checkpoint_paths.STATE_DIR / "ckpt-1.index").write_bytes(b"")
     with pytest.raises(ValueError, match=rf"^{re.escape(str(path))} is damaged \(.+\); it records the settings "
                                          "this folder's training state was trained with: repair it, or remove it"):
         run_directory.record_settings(str(tmp_path), {"learning_rate": 1.0})
@@ -137,10 +138,10 @@ def test_best_chosen_again_among_the_kept_weights_when_the_metric_changes(tmp_pa
         bundle(out, step)
     run_directory.keep_best(out, 8, history[8])
     assert BestCheckpoint(out, "eval_loss").best == 1.0 / 8  # the metric that chose best/: nothing to do
-    assert run_directory.indexed_step(os.path.join(out, "best")) == 8
+    assert checkpoint_paths.indexed_step(os.path.join(out, "best")) == 8
     with caplog.at_level(absl_logging.WARNING):
         best = BestCheckpoint(out, "eval_accuracy")
-    assert run_directory.indexed_step(os.path.join(out, "best")) == 5
+    assert checkpoint_paths.indexed_step(os.path.join(out, "best")) == 5
     assert run_directory.read_results(os.path.join(out, "best"))["eval_accuracy"] == 0.8
     assert "held step 8, which another best_metric chose (its eval_accuracy is 0.7); by eval_accuracy it holds " \
         "step 5 (0.8)" in caplog.text

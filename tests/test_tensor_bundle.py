@@ -221,16 +221,17 @@ def test_google_read_checkpoint_without_tensorflow(minilm_bundle, tmp_path):
     """In a process where `import tensorflow` fails, google.read_checkpoint reads the MiniLM bundle through
     tensor_bundle: the same config, head and tensors as through TensorFlow; writing is a clear ValueError."""
     prefix, _ = minilm_bundle
-    copy = str(tmp_path / "model.ckpt")  # a bundle read through google.checkpoint_prefix's directory rule
+    copy = str(tmp_path / "model.ckpt")  # a bundle read through checkpoint_paths.prefix_of's directory rule
     for suffix in (".index", ".data-00000-of-00001"):
         shutil.copy(prefix + suffix, copy + suffix)
     code = f"""
 import json, sys
 sys.modules["tensorflow"] = None
 sys.path.insert(0, {ROOT!r})
+from bert_tf import checkpoint_paths
 from bert_tf.formats import google
 {DIGESTS}
-source = google.read_checkpoint(google.checkpoint_prefix({str(tmp_path)!r}))
+source = google.read_checkpoint(checkpoint_paths.prefix_of({str(tmp_path)!r}))
 try:
     google.write_checkpoint({str(tmp_path / "out")!r}, {{}})
     refused = None

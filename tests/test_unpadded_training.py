@@ -36,6 +36,7 @@ from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
+from tests.helpers.gradients import KEY_BIASES, gradient_difference
 from tools import pypi_data
 
 pytestmark = pytest.mark.slow
@@ -127,17 +128,9 @@ def test_unpadded_gradients_equal_the_padded_ones(task, no_dropout_config, minil
     unpadded_loss, unpadded = loss_and_gradients(model, features, None)
     assert abs(unpadded_loss - padded_loss) <= 1e-5 * abs(padded_loss)
     assert padded.keys() == unpadded.keys() and len(padded) > 100
-    # Each gradient against its own largest value; one that is zero but for float rounding (below 1e-6 of the
-    # model's largest gradient) against that bound instead: the key biases (a softmax does not change when
-    # every key's logit moves alike) and, for the span head, its output bias and the last LayerNorm beta (its
-    # softmax over the positions: the gradients of a position-independent shift sum to 0).
-    largest = max(np.abs(g).max() for g in padded.values())
-    zero = {path for path, want in padded.items() if np.abs(want).max() < 1e-6 * largest}
-    analytically_zero = r"attention/self/key/bias$|layer_5/output/LayerNorm/beta$|output_bias$"
-    assert all(re.search(analytically_zero, path) for path in zero), sorted(zero)
-    worst = max(np.abs(unpadded[path] - want).max() / np.abs(want).max()
-                for path, want in padded.items() if path not in zero)
-    assert all(np.abs(unpadded[path]).max() < 1e-6 * largest for path in zero)
+    # Zero but for rounding: the key biases and, for the span head, its output bias and the last LayerNorm beta
+    # (its softmax over the positions: the gradients of a position-independent shift sum to 0).
+    worst, zero = gradient_difference(padded, unpadded, rf"{KEY_BIASES}|layer_5/output/LayerNorm/beta$|output_bias$")
     print(f"{task}: loss {padded_loss:.6f} padded, {unpadded_loss:.6f} unpadded; largest relative gradient difference "
           f"{worst:.2e} over {len(padded) - len(zero)} variables ({len(zero)} zero to rounding)")
     assert worst <= 1e-5
@@ -166,18 +159,15 @@ def test_the_pooled_only_last_layer_gives_the_full_pooled_output_and_gradients(c
             return pooled, tape.gradient(loss, encoder.trainable_variables)
 
         pooled, grads = step(features)
-        return pooled.numpy(), [tf.convert_to_tensor(g).numpy() for g in grads]
+        return pooled.numpy(), {v.path: tf.convert_to_tensor(g).numpy()
+                                for v, g in zip(encoder.trainable_variables, grads)}
 
     for skip_padding in (False, True):
         want_pooled, want = pooled_and_gradients(skip_padding, False)
         got_pooled, got = pooled_and_gradients(skip_padding, True)
         np.testing.assert_allclose(got_pooled, want_pooled, atol=2e-6)
-        # As above: a gradient zero but for rounding (the key biases) stays below 1e-6 of the largest one.
-        largest = max(np.abs(w).max() for w in want)
-        zero = [np.abs(w).max() < 1e-6 * largest for w in want]
-        assert sum(zero) == config.num_hidden_layers  # the key biases
-        assert all(np.abs(g).max() < 1e-6 * largest for g, z in zip(got, zero) if z)
-        worst = max(np.abs(g - w).max() / np.abs(w).max() for g, w, z in zip(got, want, zero) if not z)
+        worst, zero = gradient_difference(want, got, KEY_BIASES)  # as above: the key biases zero but for rounding
+        assert len(zero) == config.num_hidden_layers  # all of them
         assert worst <= 1e-5, (skip_padding, worst)
         with pytest.raises(KeyError):  # only the pooled output is computed
             encoder(features, training=False, pooled_only=True)[SEQUENCE_OUTPUT]

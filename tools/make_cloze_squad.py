@@ -26,12 +26,14 @@ Writes `train-v1.1.json` and `dev-v1.1.json` (or `-v2.0`), the format `run_squad
 """
 
 import argparse
+import itertools
 import json
 import os
 import random
 import re
 
 from bert_tf import atomic_io
+from bert_tf.data.pretraining.sentences import sentence_spans
 from tools import make_finetuning_data, pypi_data
 
 BLANK = "_____"
@@ -132,18 +134,10 @@ def peoples_daily_pool(min_chars, max_chars):
 
 def chinese_sentences(words):
     """(start offset in the joined text, [(word, tag), ...]) of the sentences of a line: each ends after a word
-    of 。！？ and the closing quotes that follow it."""
-    result, start, offset, current, ended = [], 0, 0, [], False
-    for word, tag in words:
-        if ended and word not in CLOSING_QUOTES:
-            result.append((start, current))
-            start, current, ended = offset, [], False
-        current.append((word, tag))
-        offset += len(word)
-        ended = ended or word in SENTENCE_ENDS
-    if current:
-        result.append((start, current))
-    return result
+    of 。！？ and the closing quotes that follow it (`sentences.sentence_spans`)."""
+    offsets = list(itertools.accumulate((len(word) for word, _ in words), initial=0))
+    return [(offsets[start], list(words[start:end]))
+            for start, end in sentence_spans([word for word, _ in words], SENTENCE_ENDS, CLOSING_QUOTES)]
 
 
 def _is_chinese_content(word, tag):

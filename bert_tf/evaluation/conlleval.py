@@ -12,6 +12,8 @@ and overall scores differ only when two types share the part before their second
 
 import dataclasses
 
+from bert_tf.evaluation.matching import PrecisionRecall, ratio
+
 OUTSIDE = ("O", "")
 
 
@@ -44,32 +46,16 @@ def to_bio(tags):
     return [{"S": "B-", "E": "I-"}.get(t[0], t[0] + "-") + t[2:] if t[1:2] == "-" else t for t in tags]
 
 
-def _ratio(numerator, denominator):
-    return numerator / denominator if denominator else 0.0
-
-
-def _f1(precision, recall):
-    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-
-
 @dataclasses.dataclass
-class ChunkCounts:
-    """Counts of one entity type (or of all): chunks in the gold tags, chunks predicted, chunks correct."""
+class ChunkCounts(PrecisionRecall):
+    """Counts of one entity type (or of all): chunks in the gold tags, chunks predicted, chunks correct; their
+    precision, recall and f1 (`matching.PrecisionRecall`)."""
     found_correct: int = 0
     found_guessed: int = 0
     correct: int = 0
 
-    @property
-    def precision(self):
-        return _ratio(self.correct, self.found_guessed)
-
-    @property
-    def recall(self):
-        return _ratio(self.correct, self.found_correct)
-
-    @property
-    def f1(self):
-        return _f1(self.precision, self.recall)
+    def match_counts(self):
+        return self.correct, self.found_guessed, self.found_correct
 
 
 @dataclasses.dataclass
@@ -83,7 +69,7 @@ class ConllevalResult:
 
     @property
     def accuracy(self):
-        return _ratio(self.correct_tags, self.tokens)
+        return ratio(self.correct_tags, self.tokens)
 
     @property
     def precision(self):

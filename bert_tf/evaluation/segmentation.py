@@ -10,6 +10,8 @@ be well formed: a word starts at B or S, at any character after E or S, and at t
 
 import dataclasses
 
+from bert_tf.evaluation.matching import PrecisionRecall, ratio
+
 
 def word_spans(tags):
     """B / M / E / S tags -> the words as (start, end) character offsets, end exclusive."""
@@ -22,44 +24,30 @@ def words_of(characters, tags):
     return ["".join(characters[start:end]) for start, end in word_spans(tags)]
 
 
-def _ratio(numerator, denominator):
-    return numerator / denominator if denominator else 0.0
-
-
 @dataclasses.dataclass
-class SegmentationScores:
+class SegmentationScores(PrecisionRecall):
     """The SIGHAN scores; counts of gold, predicted and correct words, and of the gold words (and the correct
-    ones) outside the training dictionary."""
+    ones) outside the training dictionary. precision, recall, f1: `matching.PrecisionRecall`'s."""
     gold_words: int
     predicted_words: int
     correct: int
     oov_words: int
     oov_correct: int
 
-    @property
-    def precision(self):
-        return _ratio(self.correct, self.predicted_words)
-
-    @property
-    def recall(self):
-        return _ratio(self.correct, self.gold_words)
-
-    @property
-    def f1(self):
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+    def match_counts(self):
+        return self.correct, self.predicted_words, self.gold_words
 
     @property
     def oov_rate(self):
-        return _ratio(self.oov_words, self.gold_words)
+        return ratio(self.oov_words, self.gold_words)
 
     @property
     def oov_recall(self):
-        return _ratio(self.oov_correct, self.oov_words)
+        return ratio(self.oov_correct, self.oov_words)
 
     @property
     def iv_recall(self):
-        return _ratio(self.correct - self.oov_correct, self.gold_words - self.oov_words)
+        return ratio(self.correct - self.oov_correct, self.gold_words - self.oov_words)
 
     def __str__(self):
         return (f"{self.gold_words} gold words, {self.predicted_words} predicted, {self.correct} correct; "

@@ -51,7 +51,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import atomic_io
+from bert_tf import atomic_io, model_types
 from bert_tf.feature_schema import (
     ENCODER_OUTPUTS,
     INPUT_IDS,
@@ -119,6 +119,25 @@ class PretrainerAdapter(ServingAdapter):
     def outputs(self, inputs):
         positions = tf.broadcast_to(tf.range(tf.shape(inputs[INPUT_IDS])[1]), tf.shape(inputs[INPUT_IDS]))
         return _float32(self.model({**inputs, MASKED_LM_POSITIONS: positions}, training=False))
+
+
+def adapter_factory(adapter_class, option=None):
+    """A model type's adapter (`model_types.ModelType.adapter`): (model, options) -> `adapter_class`(model[,
+    options[option]]); its ValueError (a bad label list, max_answer_length) names the option."""
+
+    def make(model, options):
+        if option is None:
+            return adapter_class(model)
+        try:
+            return adapter_class(model, options.get(option))
+        except ValueError as e:
+            raise ValueError(f"{option}: {e}") from None
+
+    return make
+
+
+model_types.provide(model_types.ENCODER, adapter=adapter_factory(EncoderAdapter))
+model_types.provide(model_types.PRETRAINER, adapter=adapter_factory(PretrainerAdapter))
 
 
 # ----------------------------------------------------------------------------------------- input checks

@@ -22,7 +22,8 @@ task's labels or its --label_list; run_ner.py: the training file's tags, sorted,
 
 import tensorflow as tf
 
-from bert_tf.export.serving import ServingAdapter, ServingModule, _float32, _text_specs
+from bert_tf import model_types
+from bert_tf.export.serving import ServingAdapter, ServingModule, _float32, _text_specs, adapter_factory
 from bert_tf.feature_schema import END_LOGITS, INPUT_IDS, INPUT_MASK, SEGMENT_IDS, START_LOGITS
 from bert_tf.modeling.tasks.embedder import EMBEDDINGS
 
@@ -202,3 +203,9 @@ class SpanServingModule(ServingModule):
         pieces = tf.gather(tf.constant(self.preprocessor.tokenizer.vocab), inputs[INPUT_IDS])
         text = tf.strings.reduce_join(tf.ragged.boolean_mask(pieces, in_answer), axis=1, separator=" ")
         return {**outputs, "answer": tf.strings.regex_replace(tf.strings.regex_replace(text, " ##", ""), "##", "")}
+
+
+model_types.provide(model_types.CLASSIFIER, adapter=adapter_factory(ClassifierAdapter, "label_list"))
+model_types.provide(model_types.NER, adapter=adapter_factory(TokenClassifierAdapter, "label_list"))
+model_types.provide(model_types.SQUAD, adapter=adapter_factory(SpanLabelerAdapter, "max_answer_length"))
+model_types.provide(model_types.EMBEDDER, adapter=adapter_factory(EmbedderAdapter))

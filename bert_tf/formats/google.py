@@ -9,14 +9,13 @@ Reading uses TensorFlow's reader (which checks every tensor's CRC32C) when Tenso
 the pure-NumPy `tensor_bundle` reader (JAX or PyTorch hosts); writing needs TensorFlow.
 """
 
-import glob
 import json
 import os
 import re
 
 import numpy as np
 
-from bert_tf import run_directory
+from bert_tf import checkpoint_paths
 from bert_tf.formats import tensor_bundle
 from bert_tf.formats.source import CheckpointSource
 
@@ -31,25 +30,6 @@ _OPTIMIZER_SLOT = re.compile(r"(^|/)(adam_m|adam_v|lamb_m|lamb_v|global_step|goo
 
 
 # ---------------------------------------------------------------------------------------------- TF bundles
-
-def checkpoint_prefix(path):
-    """The checkpoint prefix of `path` (a prefix, or a directory holding one), or None."""
-    if os.path.isfile(path + ".index"):
-        return path
-    if path.endswith(".index") and os.path.isfile(path):
-        return path[: -len(".index")]
-    if os.path.isdir(path):
-        for name in ("bert_model.ckpt", "model.ckpt"):
-            if os.path.isfile(os.path.join(path, name + ".index")):
-                return os.path.join(path, name)
-        latest = run_directory.newest_export(path)
-        if latest:
-            return latest
-        indexes = sorted(glob.glob(os.path.join(path, "*.index")))
-        if len(indexes) == 1:
-            return indexes[0][: -len(".index")]
-    return None
-
 
 def _tensorflow():
     """The tensorflow module, or None where it cannot be imported (a JAX or PyTorch host)."""
@@ -112,7 +92,7 @@ def open_bundle(prefix):
 
 def write_tensors(prefix, tensors):
     """Writes {name: array} as a TensorFlow bundle at `prefix` (TensorFlow's SaveV2; the caller makes it
-    atomic: `run_directory.write_bundle`). Needs TensorFlow (ValueError without it)."""
+    atomic: `checkpoint_paths.write_bundle`). Needs TensorFlow (ValueError without it)."""
     tf = _tensorflow_to_write(prefix)
     names = sorted(tensors)
     tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
@@ -151,7 +131,7 @@ def read_checkpoint(prefix):
 def write_checkpoint(prefix, tensors, config_json=None, head=None):
     """Writes {canonical name: array} as a bert_tf checkpoint at `prefix`, with the format marker, the
     embedded bert_config.json text `config_json` and the task head options `head` (a JSON-able dict) when
-    given; complete or not at all (`run_directory.write_bundle`). Needs TensorFlow (ValueError without it)."""
+    given; complete or not at all (`checkpoint_paths.write_bundle`). Needs TensorFlow (ValueError without it)."""
     _tensorflow_to_write(prefix)  # its ValueError before anything is made
     tensors = {n: np.asarray(v) for n, v in tensors.items()}
     tensors[FORMAT_VERSION_NAME] = np.asarray(FORMAT_VERSION, np.int64)
@@ -160,4 +140,4 @@ def write_checkpoint(prefix, tensors, config_json=None, head=None):
     if head is not None:
         tensors[HEAD_NAME] = np.asarray(json.dumps(head, sort_keys=True).encode("utf-8"), dtype=object)
     os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
-    run_directory.write_bundle(prefix, lambda tmp: write_tensors(tmp, tensors))
+    checkpoint_paths.write_bundle(prefix, lambda tmp: write_tensors(tmp, tensors))

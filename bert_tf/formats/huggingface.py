@@ -16,8 +16,9 @@ import re
 import numpy as np
 
 from bert_tf import atomic_io, model_types
-from bert_tf.formats.source import CheckpointSource, checkpoint_folder
-from bert_tf.modeling.checkpoint_names import NEXT_SENTENCE_SCOPE, OUTPUT_BIAS, OUTPUT_WEIGHTS, SQUAD_SCOPE
+from bert_tf.checkpoint_names import NEXT_SENTENCE_SCOPE, OUTPUT_BIAS, OUTPUT_WEIGHTS, SQUAD_SCOPE
+from bert_tf.checkpoint_paths import checkpoint_folder
+from bert_tf.formats.source import CheckpointSource
 
 HUGGINGFACE = "huggingface"
 # Names that are not a path rewrite of the canonical name (the pretraining and task heads).

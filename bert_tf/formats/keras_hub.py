@@ -20,9 +20,9 @@ import numpy as np
 from absl import logging
 
 from bert_tf import atomic_io, model_types
+from bert_tf.checkpoint_names import ENCODER_SCOPE, OUTPUT_BIAS, OUTPUT_WEIGHTS
 from bert_tf.config import BertConfig
 from bert_tf.formats.source import CheckpointSource, read_json
-from bert_tf.modeling.checkpoint_names import ENCODER_SCOPE, OUTPUT_BIAS, OUTPUT_WEIGHTS
 
 KERAS_HUB = "keras_hub"
 PRESET = "KerasHub preset"
@@ -225,13 +225,13 @@ def _write_h5(path, datasets):
             os.remove(tmp)
 
 
-def write_preset(weights, config, model_type, directory, vocab_file, do_lower_case=True, labels=None):
+def write_preset(weights, config, model_type, directory, vocab_file, do_lower_case=True):
     """Writes a KerasHub preset of a `model_type` model ("encoder": a BertBackbone; "classifier": a
     BertTextClassifier, its preprocessor of max_position_embeddings tokens) into the existing empty folder `directory`.
 
     weights: {canonical name: array} (Google layouts). config: the BertConfig. vocab_file: its vocab.txt.
-    labels: written as labels.txt (KerasHub keeps no label names). ValueError for the other model types and
-    for configs a BertBackbone cannot compute. Returns the KerasHub class name.
+    KerasHub keeps no label names: the caller writes a classifier's labels.txt beside (conversion.py). ValueError
+    for the other model types and for configs a BertBackbone cannot compute. Returns the KerasHub class name.
     """
     class_name = model_types.get(model_type).keras_hub_task
     if class_name is None:
@@ -269,10 +269,6 @@ def write_preset(weights, config, model_type, directory, vocab_file, do_lower_ca
     os.makedirs(os.path.dirname(os.path.join(directory, VOCABULARY_FILE)))
     with open(vocab_file, "rb") as f:
         atomic_io.write_file(os.path.join(directory, VOCABULARY_FILE), f.read())
-    if labels:
-        from bert_tf import run_directory
-
-        run_directory.write_labels(directory, labels)
     return class_name
 
 

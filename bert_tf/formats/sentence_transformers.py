@@ -8,7 +8,7 @@
 import json
 import os
 
-from bert_tf.formats.source import CheckpointSource, read_json
+from bert_tf.formats.source import read_json
 
 MODULES_FILE, SETTINGS_FILE = "modules.json", "sentence_bert_config.json"
 DIRECTORY = "sentence-transformers directory"
@@ -49,17 +49,18 @@ DEFAULTS = {"pooling": "mean", "normalize": False, "max_seq_length": 128}  # a p
 
 
 def embedder_options(source, pooling=None, normalize=None, max_seq_length=None):
-    """{"pooling", "normalize", "max_seq_length"} of an embedder of `source`, an opened CheckpointSource (the
-    settings it carries) or a folder (`read_settings`: e.g. a run directory): the values given, else the
-    sentence-transformers settings, else DEFAULTS. A given value that the settings contradict wins, with a
+    """{"pooling", "normalize", "max_seq_length"} of an embedder of `source`, a folder (e.g. a run directory)
+    or an opened CheckpointSource (its `folder`): the values given, else the sentence-transformers settings of
+    that folder (`read_settings`, read only here, so that a folder whose modules bert_tf cannot compute fails
+    only what would embed with them), else DEFAULTS. A given value that the settings contradict wins, with a
     warning naming both."""
     from absl import logging
 
     given = {"pooling": pooling, "normalize": normalize, "max_seq_length": max_seq_length}
-    if isinstance(source, CheckpointSource):
-        settings, path = source.sentence_transformers or {}, source.path
-    else:
+    if isinstance(source, (str, os.PathLike)):
         settings, path = read_settings(source) or {}, source
+    else:  # an opened CheckpointSource
+        settings, path = read_settings(source.folder) or {}, source.path
     options = {}
     for name, value in given.items():
         configured = settings.get(name)

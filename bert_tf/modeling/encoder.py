@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from bert_tf import model_types
+from bert_tf.checkpoint_names import ENCODER_SCOPE
 from bert_tf.config import BertConfig
 from bert_tf.feature_schema import (
     ENCODER_OUTPUTS,
@@ -13,7 +15,6 @@ from bert_tf.feature_schema import (
     SEGMENT_IDS,
     SEQUENCE_OUTPUT,
 )
-from bert_tf.modeling.checkpoint_names import ENCODER_SCOPE
 from bert_tf.modeling.layers.dense import BertDense
 from bert_tf.modeling.layers.embeddings import BertEmbeddings
 from bert_tf.modeling.layers.packed_tokens import PackedTokens, packing_possible
@@ -178,3 +179,6 @@ class BertEncoder(keras.Model):
     def from_config(cls, config):
         config = dict(config)
         return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+model_types.provide(model_types.ENCODER, build=lambda config, source, options: BertEncoder(config))

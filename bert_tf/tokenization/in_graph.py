@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_tf.batch_width import TRIM_MULTIPLE, trimmed_width
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
 from bert_tf.tokenization import full_tokenizer as tokenization
 
@@ -353,7 +354,7 @@ class BertPacker(keras.layers.Layer):
       pad_to_max_length: pad every batch to seq_length (True) or to its own rounded length (False).
     """
 
-    PAD_MULTIPLE = 8  # a batch's length is rounded up to this: fewer distinct shapes, aligned kernels
+    PAD_MULTIPLE = TRIM_MULTIPLE  # a batch's length is rounded up to this (`batch_width.trimmed_width`'s rule)
 
     def __init__(self, seq_length, cls_id=101, sep_id=102, pad_id=0, pad_to_max_length=True, **kwargs):
         super().__init__(**kwargs)
@@ -398,8 +399,7 @@ class BertPacker(keras.layers.Layer):
         if not self.pad_to_max_length:
             # At least 2 ([CLS] [SEP]), the shortest packed row: a request of zero rows gets T > 0 too.
             longest = tf.maximum(tf.cast(ids.bounding_shape()[1], tf.int32), 2)
-            rounded = (longest + self.PAD_MULTIPLE - 1) // self.PAD_MULTIPLE * self.PAD_MULTIPLE
-            shape = tf.stack([tf.cast(ids.nrows(), tf.int32), tf.minimum(rounded, self.seq_length)])
+            shape = tf.stack([tf.cast(ids.nrows(), tf.int32), trimmed_width(longest, self.seq_length)])
         return {
             INPUT_IDS: ids.to_tensor(self.pad_id, shape=shape),
             INPUT_MASK: tf.ones_like(ids).to_tensor(0, shape=shape),

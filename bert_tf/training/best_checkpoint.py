@@ -7,7 +7,7 @@ import os
 
 from absl import logging
 
-from bert_tf import atomic_io, run_directory
+from bert_tf import atomic_io, checkpoint_paths, run_directory
 
 
 class StopTraining(Exception):
@@ -83,14 +83,14 @@ class BestCheckpoint:
         evaluated step, another best_metric chose it (a rerun that changed best_metric): the choice is made
         again by `metric` among the evaluated steps whose weights still exist (output_dir's model.ckpt-N, or
         best/'s own), with a warning, and one line more when retention has removed the weights of the best."""
-        held = run_directory.indexed_step(self.best_dir) if os.path.isdir(self.best_dir) else None
+        held = checkpoint_paths.indexed_step(self.best_dir) if os.path.isdir(self.best_dir) else None
         if held is None or held not in self.history:  # none yet, or killed before its evaluation was recorded
             return
         best, choice, _ = self._scan()
         if choice == held:
             return
         kept = [s for s in self.history
-                if s == held or os.path.exists(run_directory.checkpoint_prefix(self.output_dir, s) + ".index")]
+                if s == held or os.path.exists(checkpoint_paths.checkpoint_prefix(self.output_dir, s) + ".index")]
         value, step, _ = self._scan(kept)
         logging.warning("%s held step %d, which another best_metric chose (its %s is %.6g); by %s it holds step %d "
                         "(%.6g)", self.best_dir, held, self.metric, float(self.history[held][self.metric]),

@@ -69,10 +69,11 @@ def _jax_process():
 
 
 def num_replicas(strategy):
-    """Devices that each compute a slice of every batch (strategy None: keras.distribution's on JAX)."""
+    """Devices that each compute a slice of every batch (strategy None: those of keras.distribution's
+    distribution on JAX, else JAX's default device)."""
     if strategy is None:
-        from bert_tf.training import jax_loop
-        return jax_loop.devices()[1]
+        distribution = keras.distribution.distribution()
+        return len(distribution.device_mesh.devices.flat) if distribution else 1
     return strategy.num_replicas_in_sync
 
 

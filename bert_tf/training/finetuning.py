@@ -18,12 +18,12 @@ from typing import Callable
 
 from absl import logging
 
-from bert_tf import run_directory
+from bert_tf import checkpoint_paths, run_directory
 from bert_tf.batched_inference import BatchedInference
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.data.tasks.pipeline import bucket_widths, make_dataset, num_examples, without_autotune
 from bert_tf.feature_schema import INPUT_IDS
-from bert_tf.training import distribute, loop, optimization
+from bert_tf.training import distribute, optimization, trainers
 from bert_tf.training.best_checkpoint import StopTraining
 from bert_tf.training.flops import training_flops_per_example
 
@@ -96,7 +96,7 @@ class FineTuner:
         """Loads pretrained or fine-tuned weights (any `open_checkpoint` format, or an opened source); a fresh
         head is reported."""
         report = load_checkpoint(self.model, checkpoint)
-        self.global_step = run_directory.step_of(report.path) or 0  # report.path: the prefix a folder resolved to
+        self.global_step = checkpoint_paths.step_of(report.path) or 0  # report.path: the prefix a folder resolved to
         return report
 
     def train(self, data, after_checkpoint=None, on_start=None):
@@ -116,8 +116,9 @@ class FineTuner:
                 loss_scaling=options.loss_scaling)
         sequences, seq_length = math.prod(data.sequence_shape[:-1]), data.sequence_shape[-1]
         flops = sequences * training_flops_per_example(self.model.config, seq_length, 0)
-        trainer = loop.create_trainer(self.strategy, self.model, optimizer, options.train_batch_size,
-                                      options.num_accumulation_steps, use_xla=options.use_xla, flops_per_example=flops)
+        trainer = trainers.create_trainer(self.strategy, self.model, optimizer, options.train_batch_size,
+                                          options.num_accumulation_steps, use_xla=options.use_xla,
+                                          flops_per_example=flops)
         logging.info("***** Running training: %d examples, batch size %d, %d steps (%d warmup); %s batches%s, "
                      "%s *****", data.count, options.train_batch_size, num_train_steps, num_warmup_steps,
                      "length-grouped" if options.group_by_length else "shuffled",

@@ -17,11 +17,11 @@ import os
 
 from absl import logging
 
-from bert_tf import run_directory
+from bert_tf import checkpoint_paths, run_directory
+from bert_tf.checkpoint_names import OUTPUT_WEIGHTS, SQUAD_SCOPE
 from bert_tf.checkpoints import check_fits, opened
 from bert_tf.config import BertConfig
 from bert_tf.data import packing
-from bert_tf.modeling.checkpoint_names import OUTPUT_WEIGHTS, SQUAD_SCOPE
 from bert_tf.tokenization import FullTokenizer
 from bert_tf.training import distribute, precision
 from bert_tf.training.best_checkpoint import BestCheckpoint
@@ -150,7 +150,7 @@ def create_finetuner(options, strategy, model_fn):
         options.training, loss_scaling=options.mixed_precision == "float16",
         use_xla=distribute.use_xla(strategy) if options.use_xla is None or strategy is None else options.use_xla)
     tuner = FineTuner(strategy, model_fn, training, options.output_dir)
-    trained = None if options.do_train else run_directory.newest_export(options.output_dir)
+    trained = None if options.do_train else checkpoint_paths.newest_export(options.output_dir)
     if trained or options.init_checkpoint is not None:
         report = tuner.load(trained or options.init_checkpoint)
         check_head(report, tuner.model, options.do_train)

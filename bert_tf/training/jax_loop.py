@@ -59,16 +59,9 @@ def set_devices(name, num_gpus=None):
         if num_gpus is not None and not 1 <= num_gpus <= len(local):
             raise ValueError(f"num_gpus={num_gpus} but this host has {len(local)} {local[0].platform} device(s)")
         keras.distribution.set_distribution(keras.distribution.DataParallel(devices=local[:num_gpus]))
-    workers, replicas = devices()
+    workers, replicas = distribute.num_workers(None), distribute.num_replicas(None)
     logging.info("Devices %s on JAX: %d %s device(s), process %d of %d", name, replicas, jax.default_backend(),
                  jax.process_index(), workers)
-
-
-def devices():
-    """(processes that feed input, devices that share each batch): those of keras.distribution's distribution,
-    else (this process, JAX's default device)."""
-    distribution = keras.distribution.distribution()
-    return jax.process_count(), len(distribution.device_mesh.devices.flat) if distribution else 1
 
 
 @dataclasses.dataclass
@@ -123,7 +116,7 @@ class JaxTrainer(loop.Trainer):
             raise ValueError("mixed_float16 (loss scaling) trains on the TensorFlow backend only; on JAX use "
                              "bfloat16")
         self.distribution = keras.distribution.distribution()
-        self._num_workers, replicas = devices()
+        self._num_workers, replicas = distribute.num_workers(None), distribute.num_replicas(None)
         self._worker = jax.process_index()
         loop.check_arguments(optimizer, global_batch_size, replicas, num_accumulation_steps)
         self.model, self.optimizer, self.strategy = model, optimizer, None

@@ -18,7 +18,7 @@ worker's input position under training_state/, TensorBoard summaries in train/ a
 killed command resumes from the newest intact state and finishes what that checkpoint had left undone.
 
 On Keras's JAX backend the commands run `jax_loop.JaxTrainer`, a subclass that keeps all of this and replaces
-the step (`create_trainer` picks it for strategy None).
+the step (`trainers.create_trainer` picks it for strategy None).
 """
 
 import os
@@ -32,7 +32,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
 
-from bert_tf import atomic_io, checkpoints, run_directory
+from bert_tf import atomic_io, checkpoint_paths, checkpoints, run_directory
 from bert_tf.feature_schema import INPUT_IDS
 from bert_tf.progress import Progress
 from bert_tf.training import distribute, optimization
@@ -91,17 +91,6 @@ def check_arguments(optimizer, global_batch_size, replicas, num_accumulation_ste
     if getattr(optimizer, "global_clipnorm", None) or getattr(optimizer, "clipnorm", None):
         raise ValueError("clip gradients with Trainer(clip_norm=...): an optimizer's own clipnorm would clip "
                          "each replica's gradient before the cross-replica sum")
-
-
-def create_trainer(strategy, model, optimizer, global_batch_size, num_accumulation_steps=1, use_xla=False,
-                   clip_norm=1.0, flops_per_example=None):
-    """A `Trainer` on `strategy`, or for strategy None (Keras's JAX backend) a `jax_loop.JaxTrainer` (always
-    compiled; `use_xla` is not read) on keras.distribution's devices."""
-    if strategy is None:
-        from bert_tf.training.jax_loop import JaxTrainer
-        return JaxTrainer(model, optimizer, global_batch_size, num_accumulation_steps, clip_norm, flops_per_example)
-    return Trainer(strategy, model, optimizer, global_batch_size, num_accumulation_steps, use_xla, clip_norm,
-                   flops_per_example)
 
 
 class Trainer:
@@ -272,7 +261,7 @@ class Trainer:
     def _export_weights(self, model_dir, step):
         """Chief: model.ckpt-<step> with Google's names, then the `checkpoint` index file naming it, then
         retention (the last MAX_CHECKPOINTS_TO_KEEP)."""
-        prefix = run_directory.checkpoint_prefix(model_dir, step)
+        prefix = checkpoint_paths.checkpoint_prefix(model_dir, step)
         checkpoints.save_checkpoint(self.model, prefix, self.model.config, self.model.head_options())
         run_directory.write_index(model_dir, step)
         run_directory.retain(model_dir, step)
@@ -281,14 +270,14 @@ class Trainer:
         """The resumable state of `step`: every worker's data position first (a saved state implies its
         data position), then the training state (every worker writes, collectively; the chief's is kept),
         each bundle complete or absent; then retention."""
-        run_directory.write_bundle(run_directory.checkpoint_prefix(data_dir, step, run_directory.STATE_NAME),
+        checkpoint_paths.write_bundle(checkpoint_paths.checkpoint_prefix(data_dir, step, checkpoint_paths.STATE_NAME),
                                    data.write)
-        run_directory.write_bundle(run_directory.checkpoint_prefix(state_dir, step, run_directory.STATE_NAME),
+        checkpoint_paths.write_bundle(checkpoint_paths.checkpoint_prefix(state_dir, step, checkpoint_paths.STATE_NAME),
                                    state.write)
         if self.is_chief:
-            run_directory.write_index(state_dir, step, run_directory.STATE_NAME)
+            run_directory.write_index(state_dir, step, checkpoint_paths.STATE_NAME)
         for directory in (state_dir, data_dir):
-            run_directory.retain(directory, step, run_directory.STATE_NAME)
+            run_directory.retain(directory, step, checkpoint_paths.STATE_NAME)
 
     def _restore(self, state, state_dir, data, data_dir):
         """Resumes from the newest intact training state in `state_dir`; returns its step, or None when
@@ -299,16 +288,17 @@ class Trainer:
         warning and the previous one tried. ValueError when indexed states exist but none is intact (never
         a silent start from step 0); data without an index (a save cut short: nothing to restore) is named
         in a warning and ignored."""
-        name = run_directory.STATE_NAME
-        candidates = run_directory.steps(state_dir, name)
-        for step in run_directory.incomplete_steps(state_dir, name):
+        name = checkpoint_paths.STATE_NAME
+        candidates = checkpoint_paths.steps(state_dir, name)
+        for step in checkpoint_paths.incomplete_steps(state_dir, name):
             if not candidates or step > candidates[-1]:  # the index is renamed last: a save was cut short
                 logging.warning("Damaged training state %s: data without an index (a save interrupted, or the index "
-                                "lost); not resumable, ignored", run_directory.checkpoint_prefix(state_dir, step, name))
+                                "lost); not resumable, ignored",
+                                checkpoint_paths.checkpoint_prefix(state_dir, step, name))
         damaged = []
         for step in reversed(candidates):
-            prefix = run_directory.checkpoint_prefix(state_dir, step, name)
-            data_prefix = run_directory.checkpoint_prefix(data_dir, step, name)
+            prefix = checkpoint_paths.checkpoint_prefix(state_dir, step, name)
+            data_prefix = checkpoint_paths.checkpoint_prefix(data_dir, step, name)
             try:
                 if not os.path.exists(data_prefix + ".index"):
                     raise ValueError(f"its data position {data_prefix} is missing (written with another number "
@@ -341,7 +331,7 @@ class Trainer:
         """What follows a saved state, again after resuming at `step` (a kill may have cut it short): the
         chief's export of the weights unless `checkpoint` already names it complete, then `after_checkpoint`
         (which must therefore be idempotent per step)."""
-        if self.is_chief and run_directory.indexed_step(model_dir) != step:
+        if self.is_chief and checkpoint_paths.indexed_step(model_dir) != step:
             self._export_weights(model_dir, step)
         if after_checkpoint is not None:
             after_checkpoint(step)
@@ -375,7 +365,7 @@ class Trainer:
         dataset = dataset_fn(self.input_context(), self.per_worker_batch_size)
         seq_length = dataset.element_spec[INPUT_IDS].shape[-1]
         iterator = iter(dataset)
-        state_dir = os.path.join(model_dir, run_directory.STATE_DIR)
+        state_dir = os.path.join(model_dir, checkpoint_paths.STATE_DIR)
         data_dir = os.path.join(state_dir, f"data_worker_{self._worker}")
         state, data = self._training_state(), tf.train.Checkpoint(iterator=iterator)
         for directory in (model_dir, state_dir, data_dir) if self.is_chief else (data_dir,):

@@ -14,6 +14,7 @@ predicted` per line: conlleval's input).
 """
 
 import dataclasses
+import functools
 import os
 
 import numpy as np
@@ -74,8 +75,23 @@ class TaggingTask:
 INPUT_FORMATS = ("conll", "peoples_daily")
 PREDICTION_FILES = {"dev": "eval_predictions.txt", "test": "test_predictions.txt"}  # in output_dir
 # Each tag scheme's dev scores (eval_<name> in eval_results.txt; TaggingRun.scores).
+# Each names attributes of the scheme's scores: WordAccuracy, segmentation.SegmentationScores, ConllevalResult.
 SCORES = {"pos": ("accuracy",), "segmentation": ("precision", "recall", "f1", "oov_rate", "oov_recall", "iv_recall"),
           "entities": ("precision", "recall", "f1", "accuracy")}
+
+
+@dataclasses.dataclass
+class WordAccuracy:
+    """The pos scheme's scores: of `words` gold-tagged words, `correct` predicted with the gold tag."""
+    words: int
+    correct: int
+
+    @property
+    def accuracy(self):
+        return self.correct / self.words
+
+    def __str__(self):
+        return f"{self.correct} of {self.words} words tagged correctly"
 
 
 class TaggingRun:
@@ -120,14 +136,11 @@ class TaggingRun:
         gold = [s.tags for s in sentences]
         scheme = self.task.tag_scheme
         if scheme == "pos":
-            words = sum(len(tags) for tags in gold)
-            correct = sum(g == p for tags, guess in zip(gold, predicted) for g, p in zip(tags, guess))
-            logging.info("%d of %d words tagged correctly", correct, words)
-            return {"eval_accuracy": correct / words}
-        if scheme == "segmentation":
-            dictionary = {word for s in self.sentences(self.task.train_file)
-                          for word in segmentation.words_of(s.words, s.tags)}
-            scores = segmentation.evaluate([s.words for s in sentences], gold, predicted, dictionary)
+            scores = WordAccuracy(sum(len(tags) for tags in gold),
+                                  sum(g == p for tags, guess in zip(gold, predicted) for g, p in zip(tags, guess)))
+            logging.info("%s", scores)
+        elif scheme == "segmentation":
+            scores = segmentation.evaluate([s.words for s in sentences], gold, predicted, self.training_words)
             logging.info("segmentation of %s: %s", self.task.dev_file, scores)
         else:
             if tagging.is_iobes(self.labels):
@@ -135,6 +148,12 @@ class TaggingRun:
             scores = conlleval.evaluate(gold, predicted)
             logging.info("conlleval on %s:\n%s", self.task.dev_file, scores)
         return {f"eval_{name}": getattr(scores, name) for name in SCORES[scheme]}
+
+    @functools.cached_property
+    def training_words(self):
+        """The words of the training file (set of str), built once: segmentation's dictionary, outside which a
+        gold word is out of vocabulary (OOV)."""
+        return {word for s in self.sentences(self.task.train_file) for word in segmentation.words_of(s.words, s.tags)}
 
     def result_names(self):
         """The keys of `evaluate`'s dev results, known before training."""

@@ -11,19 +11,18 @@ calling `pretrain` again with the same options resumes from the state a killed r
 """
 
 import dataclasses
-import os
 
 import tensorflow as tf
 from absl import logging
 
-from bert_tf import atomic_io, run_directory
+from bert_tf import atomic_io, checkpoint_paths, run_directory
 from bert_tf.checkpoints import check_fits, load_checkpoint, opened
 from bert_tf.config import BertConfig
 from bert_tf.data.pretraining import pipeline
 from bert_tf.data.pretraining.masking import MaskingConfig
 from bert_tf.modeling.tasks.pretrainer import PRETRAINING_OBJECTIVES, BertPretrainer, with_perplexity
 from bert_tf.tokenization import load_vocab
-from bert_tf.training import distribute, loop, optimization, precision
+from bert_tf.training import distribute, optimization, precision, trainers
 from bert_tf.training.flops import training_flops_per_example
 
 # The options whose change a rerun that resumes a training state is warned about (and records).
@@ -183,8 +182,8 @@ def pretrain(options, strategy=None, config_name="the config"):
             decay_power=options.lr_decay_power, loss_scaling=policy == "mixed_float16")
     predictions = options.max_seq_length if objective == "ltr" else options.max_predictions_per_seq
     flops = training_flops_per_example(config, options.max_seq_length, predictions)
-    trainer = loop.create_trainer(strategy, model, optimizer, options.train_batch_size, options.num_accumulation_steps,
-                                 use_xla=use_xla, flops_per_example=flops)
+    trainer = trainers.create_trainer(strategy, model, optimizer, options.train_batch_size,
+                                      options.num_accumulation_steps, use_xla=use_xla, flops_per_example=flops)
     logging.info("Training with %s on %d replica(s), %d worker(s); XLA %s; batch %d = %d micro-batch(es) of %d; %s",
                  policy, replicas, workers, "on" if use_xla else "off", options.train_batch_size,
                  options.num_accumulation_steps, options.train_batch_size // options.num_accumulation_steps,
@@ -209,8 +208,7 @@ def pretrain(options, strategy=None, config_name="the config"):
             evaluate()
 
     if options.do_train:
-        state_dir = os.path.join(options.output_dir, run_directory.STATE_DIR)
-        if options.do_eval and not run_directory.steps(state_dir, run_directory.STATE_NAME):
+        if options.do_eval and not checkpoint_paths.state_steps(options.output_dir):
             evaluate()  # the starting point of the eval curve
         logging.info("***** Running training *****")
         trainer.train(train_dataset, options.output_dir, options.num_train_steps, options.iterations_per_loop,
@@ -221,10 +219,10 @@ def pretrain(options, strategy=None, config_name="the config"):
     logging.info("***** Running evaluation *****")
     global_step = trainer.step
     if not options.do_train:
-        latest = run_directory.newest_export(options.output_dir)
+        latest = checkpoint_paths.newest_export(options.output_dir)
         if latest:
             load_checkpoint(model, latest)
-            global_step = run_directory.step_of(latest)
+            global_step = checkpoint_paths.step_of(latest)
         elif source is None:
             raise ValueError(f"nothing to evaluate: no checkpoint in {options.output_dir} and no init_checkpoint")
     results = {**evaluate(), "global_step": global_step}

@@ -22,7 +22,9 @@ from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
 from bert_tf.training import distribute, finetuning_run
 
 FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}  # SWAG's, in data_dir
-RESULT_NAMES = ("eval_accuracy", "eval_loss", "loss", "global_step")  # the dev results (eval_results.txt)
+# The dev results (eval_results.txt) taken from glue_metrics.logits_results: {key: its key there}; then global_step.
+LOGITS_RESULTS = {"eval_accuracy": "accuracy", "eval_loss": "loss", "loss": "loss"}
+RESULT_NAMES = (*LOGITS_RESULTS, "global_step")
 
 
 @dataclasses.dataclass
@@ -51,8 +53,7 @@ def run_swag(options, task, strategy=None, config_name="the config"):
         """eval_results.txt's dict for the dev set (val.csv): RESULT_NAMES."""
         features = features_of("dev")
         results = glue_metrics.logits_results(tuner.predict(features, options.eval_batch_size), features[LABEL_IDS])
-        return {"eval_accuracy": results["accuracy"], "eval_loss": results["loss"], "loss": results["loss"],
-                "global_step": tuner.global_step}
+        return {**{name: results[key] for name, key in LOGITS_RESULTS.items()}, "global_step": tuner.global_step}
 
     finetuning_run.check_best_metric(options, RESULT_NAMES)
     tuner = finetuning_run.create_finetuner(options, strategy, lambda: BertMultipleChoice(options.config,

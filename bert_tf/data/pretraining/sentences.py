@@ -6,11 +6,17 @@ with an upper-case letter, a digit or a CJK character. Not after abbreviations (
 initials (J. Smith) or dotted acronyms (U.S., e.g.), nor "No."/"Fig."/... before a number; decimals
 (3.14) never split because no space follows the point. CJK text: a sentence ends after 。！？ (or ASCII
 "!"/"?" right before a CJK character) and closing quotes, with or without following space.
+
+`sentence_spans` cuts text already split into units (the words of segmented Chinese, or characters) after a
+unit that ends a sentence (CJK_SENTENCE_ENDS by default) and the closing units that follow it: the one
+Chinese sentence splitter of the data tools (tools/make_cloze_squad.py, tools/make_finetuning_data.py,
+tools/paper_tables.py), each with its own ends and closers.
 """
 
 import re
 
 _CLOSERS = "\"'”’)]}»」』）】"
+CJK_SENTENCE_ENDS = "。！？"
 _OPENERS = "\"'“‘([{«「『（【"
 _ABBREVIATIONS = frozenset(
     "mr mrs ms messrs dr prof sr jr st mt gen gov sen rep rev hon lt col capt sgt maj adm cmdr "
@@ -20,7 +26,8 @@ _ACRONYM = re.compile(r"^[A-Za-z](?:\.[A-Za-z])*$")  # "J", "U.S", "e.g" (the fi
 
 _WESTERN_END = re.compile(rf"[.!?]+[{re.escape(_CLOSERS)}]*(?=\s)")
 # CJK ends, and ASCII "!"/"?" right before a non-ASCII letter (CJK text typed with ASCII punctuation).
-_CJK_END = re.compile(rf"(?:[。！？]+|[!?]+(?=[{re.escape(_CLOSERS)}]*[^\x00-\u2fff]))[{re.escape(_CLOSERS)}]*")
+_CJK_END = re.compile(rf"(?:[{CJK_SENTENCE_ENDS}]+|[!?]+(?=[{re.escape(_CLOSERS)}]*[^\x00-\u2fff]))"
+                      rf"[{re.escape(_CLOSERS)}]*")
 _LAST_WORD = re.compile(r"(\S*)$")
 
 
@@ -54,3 +61,24 @@ def split_sentences(paragraph):
             sentences.append(sentence)
         start = cut
     return sentences
+
+
+def sentence_spans(units, ends=CJK_SENTENCE_ENDS, closers=_CLOSERS):
+    """The sentences of `units` (a sequence of str: the words of a segmented text, or a text's characters) as
+    (start, end) indexes into it, end exclusive: a sentence ends after a unit in `ends` and the units in
+    `closers` (closing quotes, brackets) that follow it; the last one at the end of `units`. `ends` and `closers`
+    are collections of units (a str: its characters).
+
+    >>> sentence_spans(["他", "说", "：", "“", "好", "。", "”", "走", "吧", "！"])
+    [(0, 7), (7, 10)]
+    """
+    ends, closers = frozenset(ends), frozenset(closers)
+    spans, start, ended = [], 0, False
+    for index, unit in enumerate(units):
+        if ended and unit not in closers:
+            spans.append((start, index))
+            start, ended = index, False
+        ended = ended or unit in ends
+    if start < len(units):
+        spans.append((start, len(units)))
+    return spans

@@ -128,6 +128,18 @@ def feature_spec(max_seq_length, is_training):
     return spec
 
 
+def parsed_batches(dataset, max_seq_length, is_training, batch_size, drop_remainder=False):
+    """`dataset` of serialized records -> batches of `batch_size` parsed ones: {name: int32 [batch, ...]} of
+    `feature_spec`'s features (the one parser of squad_dataset and read_training_features)."""
+    spec = feature_spec(max_seq_length, is_training)
+
+    def parse(records):
+        parsed = tf.io.parse_example(records, spec)
+        return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
+
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).map(parse, tf.data.AUTOTUNE)
+
+
 def squad_dataset(record_file, max_seq_length, is_training, batch_size, input_context=None, seed=None,
                   widths=None):
     """A tf.data.Dataset of feature dicts (int32): `input_ids`, `input_mask`, `segment_ids` [batch, T],
@@ -137,18 +149,12 @@ def squad_dataset(record_file, max_seq_length, is_training, batch_size, input_co
     batches only, each cut to its longest window (`pipeline.trim_batch`, with `widths`: the answer positions
     lie in the real tokens). Prediction: every record once, in order, the last batch possibly smaller.
     """
-    spec = feature_spec(max_seq_length, is_training)
     dataset = tf.data.TFRecordDataset(record_file)
     if is_training:
         if input_context is not None and input_context.num_input_pipelines > 1:
             dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         dataset = dataset.repeat().shuffle(1000, seed=seed)
-
-    def parse(records):
-        parsed = tf.io.parse_example(records, spec)
-        return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
-
-    dataset = dataset.batch(batch_size, drop_remainder=is_training).map(parse, tf.data.AUTOTUNE)
+    dataset = parsed_batches(dataset, max_seq_length, is_training, batch_size, drop_remainder=is_training)
     if is_training:
         dataset = dataset.map(lambda batch: trim_batch(batch, widths), tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)
@@ -158,11 +164,9 @@ def read_training_features(record_file, max_seq_length):
     """The training windows of `record_file` in memory: {name: int32 NumPy [windows, ...]} of squad_dataset's
     features (for `pipeline.make_dataset`, e.g. length-grouped batches)."""
     columns = {}
-    spec = feature_spec(max_seq_length, True)
-    for batch in tf.data.TFRecordDataset(record_file).batch(1024).map(
-            lambda records: tf.io.parse_example(records, spec)).as_numpy_iterator():
+    for batch in parsed_batches(tf.data.TFRecordDataset(record_file), max_seq_length, True, 1024).as_numpy_iterator():
         for name, values in batch.items():
-            columns.setdefault(name, []).append(values.astype(np.int32))
+            columns.setdefault(name, []).append(values)
     if not columns:
         raise ValueError(f"{record_file}: no training windows")
     return {name: np.concatenate(parts) for name, parts in columns.items()}

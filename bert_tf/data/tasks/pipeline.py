@@ -9,10 +9,9 @@ inference over such features (run by `bert_tf.batched_inference`).
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.batch_width import TRIM_MULTIPLE, trimmed_width
 from bert_tf.feature_schema import IGNORE_LABEL, INPUT_MASK, INPUT_NAMES, LABEL_IDS
 
-# Trimmed batches are cut to a multiple of this many positions (fewer distinct shapes to trace/compile).
-TRIM_MULTIPLE = 8
 # Length-grouped training batches are sorted within megabatches of this many batches (HuggingFace's
 # LengthGroupedSampler: 50).
 GROUP_MEGABATCHES = 50
@@ -140,13 +139,10 @@ def bucket_widths(full, buckets=4):
 def trim_batch(batch, widths=None):
     """A batch of feature dicts with its per-token features (the encoder inputs; `label_ids` where it has their
     shape) cut to the longest example, rounded up to a multiple of TRIM_MULTIPLE or to the smallest of `widths`
-    that holds it (see make_dataset)."""
+    that holds it (`trimmed_width`; see make_dataset)."""
     mask = batch[INPUT_MASK]
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1))
-    if widths is None:
-        width = tf.minimum(tf.shape(mask)[-1], -(-tf.maximum(longest, 1) // TRIM_MULTIPLE) * TRIM_MULTIPLE)
-    else:
-        width = tf.reduce_min(tf.boolean_mask(tf.constant(widths), tf.constant(widths) >= longest))
+    width = trimmed_width(longest, tf.shape(mask)[-1], widths)
     token_level = {*INPUT_NAMES, *([LABEL_IDS] if batch.get(LABEL_IDS) is not None
                                    and batch[LABEL_IDS].shape.rank == mask.shape.rank else [])}
     return {k: v[..., :width] if k in token_level else v for k, v in batch.items()}
@@ -174,9 +170,5 @@ def length_sorted_batches(features, batch_size, widths=None):
     order = np.argsort(lengths, kind="stable")
     for start in range(0, count, batch_size):
         indexes = order[start:start + batch_size]
-        longest = max(int(lengths[indexes].max()), 1)
-        if widths is None:
-            width = min(full, -(-longest // TRIM_MULTIPLE) * TRIM_MULTIPLE)
-        else:
-            width = next(w for w in widths if w >= longest)
+        width = trimmed_width(int(lengths[indexes].max()), full, widths)
         yield indexes, {k: features[k][indexes][..., :width] for k in INPUT_NAMES if k in features}

@@ -27,17 +27,6 @@ def gelu(x):
     return 0.5 * x * (1.0 + ops.erf(x * SQRT_HALF))
 
 
-def training_form(activation):
-    """The form of `activation` to use when gradients are taken: on the TensorFlow backend, GELU's fused
-    forward and backward (`tf_kernels.gelu_for_training`); otherwise `activation` itself (JAX's XLA fuses its
-    automatic gradient, PyTorch differentiates it as it is)."""
-    if activation is gelu and keras.backend.backend() == "tensorflow":
-        from bert_tf.modeling.layers.tf_kernels import gelu_for_training  # tf_kernels imports this module
-
-        return gelu_for_training
-    return activation
-
-
 def gelu_tanh(x):
     """The tanh approximation of GELU (the original code's `gelu`, HF's "gelu_new")."""
     return keras.activations.gelu(x, approximate=True)

@@ -5,6 +5,16 @@ import numpy as np
 from keras import ops
 
 from bert_tf.modeling.layers import activations, initializers
+from bert_tf.modeling.layers.tf_kernels import gelu_for_training
+
+
+def training_form(activation):
+    """The form of `activation` to use when gradients are taken: on the TensorFlow backend, GELU's fused
+    forward and backward (`tf_kernels.gelu_for_training`); otherwise `activation` itself (JAX's XLA fuses its
+    automatic gradient, PyTorch differentiates it as it is)."""
+    if activation is activations.gelu and keras.backend.backend() == "tensorflow":
+        return gelu_for_training
+    return activation
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -18,7 +28,7 @@ class BertDense(keras.layers.Layer):
     MatMul + BiasAdd + GELU become one oneDNN (CPU) / cuBLASLt (GPU) fused kernel. The feed-forward
     block runs 1.41x faster under mixed_bfloat16 and 1.12x in float32 on CPU (bench/bench_optimisations.py).
 
-    In training the activation takes its `activations.training_form` (GELU: XLA-fused forward and backward).
+    In training the activation takes its `training_form` (GELU: XLA-fused forward and backward).
 
     `quantize("int8")` (for serving) replaces the kernel by an int8 `kernel` and a float32 `kernel_scale`
     [units], one scale per output channel (abs-max / 127); each call dequantizes the kernel to the compute
@@ -86,7 +96,7 @@ class BertDense(keras.layers.Layer):
         return ops.cast(self.kernel, self.compute_dtype) * ops.cast(self.kernel_scale, self.compute_dtype)
 
     def call(self, x, training=None):
-        activation = activations.training_form(self.activation) if training else self.activation
+        activation = training_form(self.activation) if training else self.activation
         leading = ops.shape(x)[:-1]
         flat = ops.reshape(x, (-1, ops.shape(x)[-1]))
         outputs = activation(ops.add(ops.matmul(flat, self._kernel_value()), self.bias))

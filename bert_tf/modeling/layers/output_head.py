@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from bert_tf.modeling.checkpoint_names import OUTPUT_BIAS, OUTPUT_WEIGHTS
+from bert_tf.checkpoint_names import OUTPUT_BIAS, OUTPUT_WEIGHTS
 from bert_tf.modeling.layers import initializers
 from bert_tf.modeling.layers.dropout import BertDropout
 

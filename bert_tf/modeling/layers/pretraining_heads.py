@@ -6,7 +6,7 @@ Variables carry Google's checkpoint names under `cls/`, so Google's pretrained h
 import keras
 from keras import ops
 
-from bert_tf.modeling.checkpoint_names import MASKED_LM_SCOPE, NEXT_SENTENCE_SCOPE, OUTPUT_BIAS, OUTPUT_WEIGHTS
+from bert_tf.checkpoint_names import MASKED_LM_SCOPE, NEXT_SENTENCE_SCOPE, OUTPUT_BIAS, OUTPUT_WEIGHTS
 from bert_tf.modeling.layers import initializers
 from bert_tf.modeling.layers.activations import get_activation
 from bert_tf.modeling.layers.dense import BertDense

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_tf import model_types
 from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
@@ -52,3 +53,11 @@ class BertClassifier(BertTaskModel):
 
     def get_config(self):
         return {**super().get_config(), "num_labels": self.num_labels}
+
+
+def _from_checkpoint(config, source, options):
+    """The registry's classifier for the checkpoint `source`: its head's size and embedded options."""
+    return BertClassifier(config, model_types.get(model_types.CLASSIFIER).head_size(source), **(source.head or {}))
+
+
+model_types.provide(model_types.CLASSIFIER, build=_from_checkpoint)

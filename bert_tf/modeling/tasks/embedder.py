@@ -4,8 +4,10 @@ their fine-tuning on (anchor, positive) pairs with in-batch negatives."""
 import keras
 from keras import ops
 
+from bert_tf import model_types
 from bert_tf.config import BertConfig
 from bert_tf.feature_schema import INPUT_IDS, INPUT_NAMES, IS_REAL_EXAMPLE, SEQUENCE_OUTPUT
+from bert_tf.formats import sentence_transformers
 from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.layers.sentence_pooling import SentencePooling, l2_normalize
 from bert_tf.modeling.tasks.objective import ObjectiveModel, cross_entropy_and_hits
@@ -107,3 +109,14 @@ class BertSentenceEmbedder(ObjectiveModel):
     def from_config(cls, config):
         config = dict(config)
         return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+def _from_checkpoint(config, source, options):
+    """The registry's embedder: the pooling and normalization of the export `options` (--pooling, --normalize),
+    each unset one sentence-transformers' default (`sentence_transformers.DEFAULTS`)."""
+    chosen = {name: options[name] for name in ("pooling", "normalize") if options.get(name) is not None}
+    settings = {**sentence_transformers.DEFAULTS, **chosen}
+    return BertSentenceEmbedder(config, settings["pooling"], settings["normalize"])
+
+
+model_types.provide(model_types.EMBEDDER, build=_from_checkpoint)

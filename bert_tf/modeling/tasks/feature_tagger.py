@@ -4,8 +4,9 @@ activations of chosen layers of a frozen encoder feed a randomly initialised BiL
 import keras
 from keras import ops
 
+from bert_tf import model_types
+from bert_tf.checkpoint_names import BILSTM_SCOPE
 from bert_tf.feature_schema import ENCODER_OUTPUTS, INPUT_IDS, LAYER_FEATURES
-from bert_tf.modeling.checkpoint_names import BILSTM_SCOPE
 from bert_tf.modeling.layers.scalar_mix import ScalarMix
 from bert_tf.modeling.tasks.token_classifier import BertTokenClassifier
 
@@ -110,3 +111,14 @@ class BertFeatureTagger(BertTokenClassifier):
 
     def get_config(self):
         return {**super().get_config(), "feature_layers": self.feature_layers}
+
+
+def _from_checkpoint(config, source, options):
+    """The registry's ner tagger for the checkpoint `source`: a BertFeatureTagger when its embedded head
+    options name feature layers, else a BertTokenClassifier; its head's size and options from `source`."""
+    head = source.head or {}
+    tagger = BertFeatureTagger if "feature_layers" in head else BertTokenClassifier
+    return tagger(config, model_types.get(model_types.NER).head_size(source), **head)
+
+
+model_types.provide(model_types.NER, build=_from_checkpoint)

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_tf import model_types
 from bert_tf.feature_schema import INPUT_IDS, INPUT_NAMES, LABEL_IDS
 from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
@@ -38,3 +39,7 @@ class BertMultipleChoice(BertTaskModel):
     def objective(self, features, outputs):
         loss, hits = cross_entropy_and_hits(ops.reshape(features[LABEL_IDS], (-1,)), outputs)
         return {"choice": {"loss": loss, "accuracy": hits}}
+
+
+model_types.provide(model_types.MULTIPLE_CHOICE,
+                    build=lambda config, source, options: BertMultipleChoice(config, **(source.head or {})))

@@ -6,6 +6,7 @@ import math
 import keras
 from keras import ops
 
+from bert_tf import model_types
 from bert_tf.config import BertConfig
 from bert_tf.feature_schema import (
     INPUT_IDS,
@@ -219,3 +220,11 @@ class BertPretrainer(ObjectiveModel):
     def from_config(cls, config):
         config = dict(config)
         return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+def _from_checkpoint(config, source, options):
+    """The registry's pretrainer for the checkpoint `source`: the objective its heads say."""
+    return BertPretrainer(config, objective=pretraining_objective(config, model_types.has_next_sentence(source)))
+
+
+model_types.provide(model_types.PRETRAINER, build=_from_checkpoint)

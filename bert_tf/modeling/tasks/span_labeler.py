@@ -3,8 +3,9 @@
 import keras
 from keras import ops
 
+from bert_tf import model_types
+from bert_tf.checkpoint_names import SQUAD_SCOPE
 from bert_tf.feature_schema import END_LOGITS, INPUT_IDS, SPAN_LABELS, START_LOGITS
-from bert_tf.modeling.checkpoint_names import SQUAD_SCOPE
 from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
 
@@ -95,3 +96,12 @@ class BertSpanLabeler(BertTaskModel):
         config = super().get_config()
         del config["dropout_rate"]  # always 0.0: the original has no dropout before this head
         return config
+
+
+def _from_checkpoint(config, source, options):
+    """The registry's span labeler for the checkpoint `source`: its embedded head options."""
+    model_types.get(model_types.SQUAD).head_size(source)  # a fine-tuned span head, or a ValueError naming its absence
+    return BertSpanLabeler(config, **(source.head or {}))
+
+
+model_types.provide(model_types.SQUAD, build=_from_checkpoint)

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_tf.checkpoint_names import BILSTM_SCOPE
 from bert_tf.config import BertConfig
 from bert_tf.feature_schema import (
     INPUT_IDS,
@@ -13,7 +14,6 @@ from bert_tf.feature_schema import (
     POOLED_OUTPUT,
     SEQUENCE_OUTPUT,
 )
-from bert_tf.modeling.checkpoint_names import BILSTM_SCOPE
 from bert_tf.modeling.encoder import BertEncoder
 from bert_tf.modeling.layers.output_head import OutputHead
 from bert_tf.modeling.layers.sequence_bilstm import SequenceBiLSTM

@@ -1,8 +1,9 @@
 """The canonical (Google) names of the encoder's and the heads' variables: the scopes every checkpoint
 format is read into and the layers name their variables with (`checkpoint_variables()`).
 
-Pure Python (no Keras, no TensorFlow): the format codecs (`bert_tf/formats/`) and the model-type registry
-(`bert_tf/model_types.py`) read these names without building a model.
+A leaf module of the package, pure Python (no Keras, no TensorFlow, nothing of bert_tf): the models
+(`bert_tf/modeling/`), the format codecs (`bert_tf/formats/`) and the model-type registry
+(`bert_tf/model_types.py`) read these names, the codecs and the registry without building a model.
 """
 
 ENCODER_SCOPE = "bert/"  # BertEncoder: embeddings, encoder layers, pooler

@@ -1,0 +1,28 @@
+"""The width a batch of token features is cut or padded to: its longest example's real tokens rounded up to a
+multiple of TRIM_MULTIPLE (at most T), or the smallest of a list of compiled widths that holds them. One rule for
+the trimmed training batches and the length-sorted inference batches (data/tasks/pipeline.py) and the in-graph
+BertPacker (tokenization/in_graph.py), in Python integers or in TensorFlow ops."""
+
+import numpy as np
+
+# Trimmed batches are cut to a multiple of this many positions (fewer distinct shapes to trace/compile).
+TRIM_MULTIPLE = 8
+
+
+def trimmed_width(longest, full, widths=None):
+    """The width a batch is cut to: the real tokens of its longest example (`longest`, taken as at least 1)
+    rounded up to a multiple of TRIM_MULTIPLE, at most `full` (T); with `widths` (ascending, the last T), the
+    smallest of them that holds it. Python (or NumPy) integers give an int; a scalar int32 tensor (a batch in a
+    tf.data map or a Keras layer, `full` possibly a tensor too) gives a tensor: the same rule in TensorFlow ops
+    (TensorFlow is imported only then)."""
+    if isinstance(longest, (int, np.integer)):
+        longest = max(int(longest), 1)
+        if widths is None:
+            return min(full, -(-longest // TRIM_MULTIPLE) * TRIM_MULTIPLE)
+        return next(w for w in widths if w >= longest)
+    import tensorflow as tf  # a tensor: in the graph that holds it
+
+    longest = tf.maximum(longest, 1)
+    if widths is None:
+        return tf.minimum(full, -(-longest // TRIM_MULTIPLE) * TRIM_MULTIPLE)
+    return tf.reduce_min(tf.boolean_mask(tf.constant(widths), tf.constant(widths) >= longest))
