@@ -119,8 +119,9 @@ JOBS = {
     "squad": {"label": "cloze SQuAD", "command": "run_squad.py", "metric": "EM / F1",
               "hparams": {**SHARED, "batch_size": 12, "learning_rate": 3e-5, "epochs": 2, "max_seq_length": 384,
                           "doc_stride": 128, "max_query_length": 128, "n_best_size": 20, "max_answer_length": 30},
-              # run_qa.py's README command sets no warmup, weight decay or epsilon: TrainingArguments' defaults
-              "hf_hparams": {"warmup_proportion": 0.0, "weight_decay": 0.0, "adam_epsilon": 1e-8}},
+              # each library's own where its example differs: run_qa.py's README command sets no warmup, weight
+              # decay or epsilon (TrainingArguments' defaults)
+              "own_hparams": {"hf": {"warmup_proportion": 0.0, "weight_decay": 0.0, "adam_epsilon": 1e-8}}},
 }
 # name: (library, group_by_length, label)
 IMPLEMENTATIONS = {
@@ -355,8 +356,8 @@ def read_rt_labels(path):
 
 def hparams_of(job, library, seed):
     """The hyper-parameters a library's case of `job` runs with: the job's, the library's own where its example
-    differs (JOBS[job]["<library>_hparams"]), and the seed."""
-    return {**JOBS[job]["hparams"], **JOBS[job].get(f"{library}_hparams", {}), "seed": seed}
+    differs (JOBS[job]["own_hparams"][library]), and the seed."""
+    return {**JOBS[job]["hparams"], **JOBS[job].get("own_hparams", {}).get(library, {}), "seed": seed}
 
 
 def bert_tf_command(job, precision, grouped, work, output_dir, seed):
@@ -609,9 +610,8 @@ def hparams_line(jobs):
     parts = []
     for job in jobs:
         hp = JOBS[job]["hparams"]
-        own = "; ".join(f"{LIBRARIES[key.removesuffix('_hparams')]}'s own: " + ", ".join(
-            f"{name} {value}" for name, value in values.items()) for key, values in JOBS[job].items()
-            if key.endswith("_hparams"))
+        own = "; ".join(f"{LIBRARIES[library]}'s own: " + ", ".join(f"{name} {value}" for name, value in values.items())
+                        for library, values in JOBS[job].get("own_hparams", {}).items())
         extra = (f", doc_stride {hp['doc_stride']}, max_query_length {hp['max_query_length']}, n-best "
                  f"{hp['n_best_size']}, max answer {hp['max_answer_length']}" if job == "squad" else "")
         parts.append(f"{job}: batch {hp['batch_size']}, eval batch {hp['eval_batch_size']}, lr "

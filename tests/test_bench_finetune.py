@@ -59,7 +59,8 @@ def test_dry_run_prints_every_command_and_writes_nothing(tmp_path):
                     peer = json.loads(command.split("# spec: ", 1)[1])
                     assert (peer["implementation"], peer["job"], peer["precision"], peer["group_by_length"]) == (
                         library, job, precision, grouped)
-                    assert peer["hparams"] == {**spec["hparams"], **spec.get(f"{library}_hparams", {}), "seed": 1}
+                    assert peer["hparams"] == {**spec["hparams"], **spec.get("own_hparams", {}).get(library, {}),
+                                               "seed": 1}
                     if job == "squad" and library == "hf":  # run_qa.py's README command and TrainingArguments
                         assert (peer["hparams"]["batch_size"], peer["hparams"]["learning_rate"],
                                 peer["hparams"]["epochs"], peer["hparams"]["warmup_proportion"]) == (12, 3e-5, 2, 0)
