@@ -25,14 +25,17 @@ setuptools.setup(
         "safetensors",
         "h5py",  # KerasHub presets (bert_tf/formats/keras_hub.py); Keras depends on it too
         "numpy",
+        "google-crc32c>=1.5",  # CRC32C of the checkpoint bundles written without TensorFlow (formats/tensor_bundle.py)
+        "tensorboardX>=2.6",  # TensorBoard summaries without TensorFlow (training/summaries.py)
     ],
     extras_require={
         "tfds": ["tensorflow-datasets"],
         # jieba: create_pretraining_data.py --chinese_word_segmenter=jieba; nltk: the CMRC 2018 evaluation
         "chinese": ["jieba==0.42.1", "nltk==3.9.1"],
-        # ruff: `make lint`; jax: the models on the JAX backend (tests/test_backends.py; tools/peer_venvs.JAX)
+        # ruff: `make lint`; jax: the models on the JAX backend (tests/test_backends.py; tools/peer_venvs.JAX);
+        # grain: the input without TensorFlow (bert_tf/data/pretraining/grain_input.py)
         "test": ["pytest", "pytest-xdist", "tensorflow-datasets", "ruff==0.17.5", "jax[cpu]==0.10.2", "jieba==0.42.1",
-                 "nltk==3.9.1"],
+                 "nltk==3.9.1", "grain==0.2.18"],
         "bench": ["tokenizers"],  # HuggingFace tokenizers, for bench/bench_tokenizers.py only
     },
 )

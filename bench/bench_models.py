@@ -122,7 +122,7 @@ def bert_tf_step(case, config, features):
 
     from bert_tf.feature_schema import INPUT_NAMES
     from bert_tf.modeling.encoder import BertEncoder
-    from bert_tf.training import distribute, loop, optimization
+    from bert_tf.training import distribute, optimization, trainers
     set_policy(case)
     if case["task"] == "inference":
         model = BertEncoder(config)
@@ -135,7 +135,7 @@ def bert_tf_step(case, config, features):
         model = training_model(case, config)
         model.build()
         optimizer = optimization.create_optimizer("adamw", 1e-4, 10_000, 100)
-    trainer = loop.Trainer(strategy, model, optimizer, case["batch_size"], use_xla=case["xla"])
+    trainer = trainers.create_trainer(strategy, model, optimizer, case["batch_size"], use_xla=case["xla"])
     iterator = iter(tf.data.Dataset.from_tensors({k: tf.constant(v) for k, v in features.items()}).repeat())
     return lambda: trainer.run_steps(iterator, 1)
 

@@ -227,10 +227,10 @@ def predict_block(trimmed, features, tuner):
 def finetune_block(trim, features, tuner):
     """5 training steps of `tuner.model` on shuffled batches of 32 `features`, trimmed or full length."""
     from bert_tf.data.tasks.pipeline import make_dataset
-    from bert_tf.training import loop, optimization
+    from bert_tf.training import optimization, trainers
     with tuner.strategy.scope():
         optimizer = optimization.create_optimizer("adam_weight_decay", 2e-5, 1000, 100)
-    trainer = loop.Trainer(tuner.strategy, tuner.model, optimizer, 32)
+    trainer = trainers.create_trainer(tuner.strategy, tuner.model, optimizer, 32)
     iterator = iter(make_dataset(features, 32, training=True, seed=1, trim_padding=trim))
     return lambda: trainer.run_steps(iterator, 5)
 

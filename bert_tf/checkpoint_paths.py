@@ -10,13 +10,15 @@ complete `model.ckpt-N`), the names and steps of the bundles `model.ckpt-N` (exp
     state_steps("out")                             # the same of out/training_state/ckpt-N
 
 Below both the codecs (bert_tf/formats/) and the run folder's contract (bert_tf/run_directory.py, docs/DESIGN.md
-section 3.1): it imports only the standard library and `atomic_io` (TensorFlow inside the two functions that
-need it: writing a bundle, parsing a `checkpoint` index file).
+section 3.1): it imports only the standard library and `atomic_io`, never TensorFlow (a JAX host has none).
 """
 
+import codecs
 import glob
 import os
 import re
+import shutil
+import sys
 
 from bert_tf import atomic_io
 
@@ -25,6 +27,7 @@ EXPORT_NAME = "model.ckpt"
 STATE_NAME = "ckpt"
 INDEX_FILE = "checkpoint"
 _STEP = re.compile(r"(?:^|/)(?:model\.)?ckpt-(\d+)$")
+_MODEL_CHECKPOINT_PATH = re.compile(rb'^\s*model_checkpoint_path:\s*("(?:[^"\\\n]|\\.)*")\s*$', re.MULTILINE)
 
 
 def checkpoint_folder(path):
@@ -70,35 +73,48 @@ def incomplete_steps(directory, name=EXPORT_NAME):
 
 def write_bundle(prefix, write):
     """Writes a TF checkpoint bundle at `prefix` so that `prefix.index` appears only once every file is
-    complete and synced: `write(temporary_prefix)` writes it (TensorFlow's writers), then the data files and
-    last the index are renamed. OSError naming `prefix` (and TensorFlow's reason) on failure, with the
-    temporary files removed."""
-    import tensorflow as tf  # here, not at the top: reading checkpoints and this folder's files needs no TF
-
+    complete and synced: `write(temporary_prefix)` writes it (`formats/tensor_bundle.py`, or TensorFlow's
+    tf.train.Checkpoint), then the data files and last the index are renamed. OSError naming `prefix` (and the
+    writer's reason) on failure, with the temporary files removed."""
     tmp = atomic_io.temporary_path(prefix)
     try:
         write(tmp)
         data = sorted(glob.glob(glob.escape(tmp) + ".data-*"))
         atomic_io.publish(data + [tmp + ".index"], [prefix + p[len(tmp):] for p in data] + [prefix + ".index"])
-    except tf.errors.OpError as e:
-        raise atomic_io.disk_error(e, prefix) from None
+    except Exception as e:
+        tf = sys.modules.get("tensorflow")  # imported when TensorFlow's writer ran; its errors are OpErrors
+        if tf is not None and isinstance(e, tf.errors.OpError):
+            raise atomic_io.disk_error(e, prefix) from None
+        raise
     finally:
         for leftover in glob.glob(glob.escape(tmp) + "*"):
             if os.path.isdir(leftover):
-                tf.io.gfile.rmtree(leftover)
+                shutil.rmtree(leftover)
             else:
                 os.remove(leftover)
 
 
+def indexed_path(directory):
+    """The `model_checkpoint_path` of `directory`'s `checkpoint` index file (TF1's CheckpointState in protobuf
+    text format, as `run_directory.write_index` and TensorFlow write it), or None when the file is missing or
+    unreadable or names none. Read without TensorFlow."""
+    try:
+        with open(os.path.join(directory, INDEX_FILE), "rb") as f:
+            text = f.read()
+    except OSError:
+        return None
+    match = _MODEL_CHECKPOINT_PATH.search(text)
+    if not match:
+        return None
+    try:  # the text format's C escapes (\", \\, octal bytes); other bytes are UTF-8 as they are
+        return codecs.escape_decode(match.group(1)[1:-1])[0].decode("utf-8")
+    except (ValueError, UnicodeError):
+        return None
+
+
 def indexed_step(directory):
     """The step the `checkpoint` index file names when that bundle is complete, else None."""
-    import tensorflow as tf
-
-    try:
-        state = tf.train.get_checkpoint_state(directory)
-    except Exception:  # a damaged index file: protobuf's parse errors have no common base class
-        return None
-    path = state.model_checkpoint_path if state else None
+    path = indexed_path(directory)
     if not path or not os.path.exists(os.path.join(directory, os.path.basename(path)) + ".index"):
         return None
     return step_of(path)

@@ -112,7 +112,7 @@ SETTINGS_FILE = "training_settings.json"
 
 def state_backend(prefix):
     """The Keras backend whose training loop wrote the training state bundle at `prefix`: "tensorflow"
-    (`loop.Trainer`'s tf.train.Checkpoint, whose bundle holds its object graph), "jax" (`jax_loop.JaxTrainer`'s
+    (`tf_steps.TfSteps`' tf.train.Checkpoint, whose bundle holds its object graph), "jax" (`jax_step.JaxSteps`'
     named arrays, model/0 ...), or None when it is neither or unreadable. Read without TensorFlow."""
     try:
         names = tensor_bundle.read_bundle(prefix)[0]

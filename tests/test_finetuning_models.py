@@ -111,7 +111,7 @@ def test_loads_pretrained_encoder_and_keeps_a_fresh_head(minilm_dir):
 
 @pytest.mark.slow
 def test_trains_with_the_shared_loop(tiny_config, tmp_path):
-    from bert_tf.training.loop import Trainer
+    from bert_tf.training.trainers import create_trainer
 
     features = {**inputs(tiny_config), "label_ids": (np.arange(BATCH) % 3).astype(np.int32),
                 "is_real_example": np.ones(BATCH, np.int32)}
@@ -119,7 +119,7 @@ def test_trains_with_the_shared_loop(tiny_config, tmp_path):
     with strategy.scope():
         model = BertClassifier(tiny_config, num_labels=3)
         optimizer = keras.optimizers.Adam(1e-3)
-    trainer = Trainer(strategy, model, optimizer, global_batch_size=4)
+    trainer = create_trainer(strategy, model, optimizer, global_batch_size=4)
     results = trainer.train(lambda context, batch: finetuning_pipeline.make_dataset(
         features, batch, True, seed=0, input_context=context), str(tmp_path), num_train_steps=3, steps_per_loop=3,
         save_checkpoints_steps=3)

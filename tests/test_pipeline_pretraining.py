@@ -1,6 +1,7 @@
 """The tf.data reader of pretraining records: records of Google's original script, training and eval modes,
 per-worker sharding, and dynamic masking with the original rules, on real State of the Union speeches."""
 
+import json
 import os
 import random
 
@@ -8,12 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.data.pretraining import grain_input
 from bert_tf.data.pretraining import job as pretraining_job
 from bert_tf.data.pretraining import records as tfrecord
 from bert_tf.data.pretraining.corpus import CorpusReader
 from bert_tf.data.pretraining.instances import InstanceMaker, InstanceOptions
 from bert_tf.data.pretraining.masking import MaskingConfig, mask_tokens, num_to_predict
 from bert_tf.data.pretraining.pipeline import pretraining_dataset, record_stats
+from bert_tf.training.devices import InputContext
 from tests.helpers.sotu_speeches import prepared_corpus
 from tools.original_bert import import_original
 
@@ -51,8 +54,20 @@ def masking(tokenizer, whole_word=False):
     return MaskingConfig.from_vocab(tokenizer.vocab, 0.15, PREDICTIONS, whole_word)
 
 
-def all_rows(dataset):
-    batches = list(dataset.as_numpy_iterator())
+INPUTS = ("tf.data", "grain")
+
+
+def input_batches(kind, files, batch_size, is_training, **options):
+    """The NumPy batches of the tf.data input (`pretraining_dataset`) or of the Grain one (`grain_input`)."""
+    if kind == "tf.data":
+        return pretraining_dataset(files, batch_size, SEQ, PREDICTIONS, is_training, **options).as_numpy_iterator()
+    files = [files] if isinstance(files, str) else files
+    return iter(grain_input.pretraining_batches(files, batch_size, SEQ, PREDICTIONS, is_training, **options))
+
+
+def all_rows(batches):
+    """{name: every batch's rows concatenated} of a tf.data dataset or an iterable of NumPy batches."""
+    batches = list(batches.as_numpy_iterator() if hasattr(batches, "as_numpy_iterator") else batches)
     return {name: np.concatenate([b[name] for b in batches]) for name in batches[0]}
 
 
@@ -132,17 +147,17 @@ def unmasked(files):
     return {name: value.numpy() for name, value in tf.io.parse_example(records, spec).items()}
 
 
-def dynamic_rows(files, config, seed=5):
+def dynamic_rows(files, config, seed=5, kind="tf.data"):
     """Masked rows (eval mode: in file order) plus the unmasked ids they came from."""
-    rows = all_rows(pretraining_dataset(files, 32, SEQ, PREDICTIONS, is_training=False, dynamic_masking=config,
-                                        seed=seed))
+    rows = all_rows(input_batches(kind, files, 32, False, dynamic_masking=config, seed=seed))
     rows["original_ids"] = unmasked(files)["input_ids"]
     return rows
 
 
-def test_dynamic_masking_follows_the_original_rules(unmasked_records, tokenizer):
+@pytest.mark.parametrize("kind", INPUTS)
+def test_dynamic_masking_follows_the_original_rules(unmasked_records, tokenizer, kind):
     config = masking(tokenizer)
-    rows = dynamic_rows(unmasked_records[0], config)
+    rows = dynamic_rows(unmasked_records[0], config, kind=kind)
     ids, original, positions = rows["input_ids"], rows["original_ids"], rows["masked_lm_positions"]
     weights, labels = rows["masked_lm_weights"], rows["masked_lm_ids"]
     lengths = rows["input_mask"].sum(axis=1)
@@ -166,19 +181,22 @@ def test_dynamic_masking_follows_the_original_rules(unmasked_records, tokenizer)
     assert total > 3000
     for count, rate in ((by_mask, 0.8), (by_random, 0.1), (kept, 0.1)):
         assert abs(count / total - rate) < 4 * (rate * (1 - rate) / total) ** 0.5
-    np.testing.assert_array_equal(dynamic_rows(unmasked_records[0], config)["masked_lm_positions"], positions)
-    other_seed = dynamic_rows(unmasked_records[0], config, seed=6)
+    np.testing.assert_array_equal(dynamic_rows(unmasked_records[0], config, kind=kind)["masked_lm_positions"],
+                                  positions)
+    other_seed = dynamic_rows(unmasked_records[0], config, seed=6, kind=kind)
     assert (other_seed["masked_lm_positions"] != positions).any(axis=1).mean() > 0.9
     with pytest.raises(ValueError, match="max_predictions_per_seq=12 but the masking config has 10"):
         pretraining_dataset(unmasked_records[0], 32, SEQ, 12, is_training=False, dynamic_masking=config)
+    with pytest.raises(ValueError, match="max_predictions_per_seq=12 but the masking config has 10"):
+        grain_input.pretraining_batches(unmasked_records[0], 32, SEQ, 12, is_training=False, dynamic_masking=config)
 
 
-def test_dynamic_masks_change_from_epoch_to_epoch_in_training(unmasked_records, tokenizer):
+@pytest.mark.parametrize("kind", INPUTS)
+def test_dynamic_masks_change_from_epoch_to_epoch_in_training(unmasked_records, tokenizer, kind):
     files, stats = unmasked_records
-    dataset = pretraining_dataset(files, 32, SEQ, PREDICTIONS, is_training=True, dynamic_masking=masking(tokenizer),
-                                  seed=1)
+    stream = input_batches(kind, files, 32, True, dynamic_masking=masking(tokenizer), seed=1)
     masks = {}
-    for batch in dataset.take(3 * stats.instances // 32).as_numpy_iterator():
+    for _, batch in zip(range(3 * stats.instances // 32), stream):
         for ids, positions, labels, weights in zip(batch["input_ids"], batch["masked_lm_positions"],
                                                    batch["masked_lm_ids"], batch["masked_lm_weights"]):
             original = ids.copy()
@@ -191,9 +209,10 @@ def test_dynamic_masks_change_from_epoch_to_epoch_in_training(unmasked_records, 
     assert np.mean([len(set(m)) == len(m) for m in repeated]) > 0.95
 
 
-def test_dynamic_whole_word_masking_matches_the_static_masker(unmasked_records, tokenizer):
+@pytest.mark.parametrize("kind", INPUTS)
+def test_dynamic_whole_word_masking_matches_the_static_masker(unmasked_records, tokenizer, kind):
     config = masking(tokenizer, whole_word=True)
-    rows = dynamic_rows(unmasked_records[0], config)
+    rows = dynamic_rows(unmasked_records[0], config, kind=kind)
     continuation = np.frombuffer(config.continuation, np.uint8).astype(bool)
     rng = random.Random(0)
     static_counts = []
@@ -219,3 +238,69 @@ def test_our_unmasked_records_hold_the_documents(unmasked_records, corpus, token
                   for s in d for i in s}
     real = rows["input_mask"] > 0
     assert set(np.unique(rows["input_ids"][real])) <= vocabulary | {101, 102}
+
+
+# ------------------------------------------------------------------------------ the input without TensorFlow
+
+@pytest.mark.parametrize("source", ["original", "ours"])
+def test_grain_input_yields_the_tf_data_input_in_order(original_records, masked_files, source):
+    """Evaluation order: the Grain input's batches are the tf.data input's, value for value and dtype for dtype
+    (Google's records and ours)."""
+    files = [original_records[0]] if source == "original" else masked_files
+    ours, theirs = list(input_batches("grain", files, 7, False)), list(input_batches("tf.data", files, 7, False))
+    assert len(ours) == len(theirs) > 10
+    for a, b in zip(ours, theirs):
+        assert a.keys() == b.keys()
+        for name in b:
+            assert a[name].dtype == b[name].dtype and a[name].shape == b[name].shape, name
+            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def row_keys(rows):
+    return sorted(zip(map(bytes, rows["input_ids"]), map(bytes, rows["masked_lm_positions"])))
+
+
+def test_grain_training_epochs_are_shuffled_permutations(masked_files):
+    """Training: each epoch is every record once (the same multiset as in order), in a new order each epoch and
+    for each seed; batches are full."""
+    everything = all_rows(input_batches("grain", masked_files, 5, False))
+    count = len(everything["input_ids"])
+    stream = input_batches("grain", masked_files, 5, True, seed=3)
+    taken = [next(stream) for _ in range(-(-2 * count // 5))]
+    assert all(len(b["input_ids"]) == 5 for b in taken)
+    rows = all_rows(taken)
+    first = {name: values[:count] for name, values in rows.items()}
+    second = {name: values[count:2 * count] for name, values in rows.items()}
+    assert row_keys(first) == row_keys(everything) == row_keys(second)
+    assert not np.array_equal(first["input_ids"], everything["input_ids"])
+    assert not np.array_equal(first["input_ids"], second["input_ids"])
+    other = all_rows([next(input_batches("grain", masked_files, 5, True, seed=4)) for _ in range(3)])
+    assert not np.array_equal(other["input_ids"], first["input_ids"][:15])
+
+
+def test_grain_workers_read_disjoint_shards(masked_files):
+    everything = all_rows(input_batches("grain", masked_files, 5, False))
+    parts = [all_rows(input_batches("grain", masked_files, 5, False, input_context=InputContext(2, i)))
+             for i in range(2)]
+    assert sorted(row_keys(parts[0]) + row_keys(parts[1])) == row_keys(everything)
+    assert abs(len(parts[0]["input_ids"]) - len(parts[1]["input_ids"])) <= 1
+    with pytest.raises(ValueError, match=r"input pipeline 2 must be in \[0, 2\)"):
+        grain_input.pretraining_batches(masked_files, 5, SEQ, PREDICTIONS, False, input_context=InputContext(2, 2))
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["masked", "dynamic_masking"])
+def test_grain_iterator_resumes_from_its_state(masked_files, unmasked_records, tokenizer, dynamic):
+    """The input position: an iterator restored from another's state after 7 batches (the JSON it is saved as)
+    yields what the first yields next: the same records, and with dynamic masking the same masks."""
+    files = unmasked_records[0] if dynamic else masked_files
+    options = {"seed": 2, "dynamic_masking": masking(tokenizer) if dynamic else None}
+    first = iter(grain_input.pretraining_batches(files, 8, SEQ, PREDICTIONS, True, **options))
+    for _ in range(7):
+        next(first)
+    state = json.loads(json.dumps(first.get_state()))
+    resumed = iter(grain_input.pretraining_batches(files, 8, SEQ, PREDICTIONS, True, **options))
+    resumed.set_state(state)
+    for _ in range(5):
+        expected, got = next(first), next(resumed)
+        for name in expected:
+            np.testing.assert_array_equal(got[name], expected[name], err_msg=name)

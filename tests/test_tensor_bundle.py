@@ -1,7 +1,8 @@
 """formats/tensor_bundle.py: TensorFlow checkpoint bundles read with NumPy only give what TensorFlow's reader
 gives (names, shapes, dtypes, values, strings), for bert_tf's own checkpoint of the real MiniLM weights, a
 Google-layout one of every dtype and one whose index has several data blocks; damaged files are one ValueError
-naming the file; and google.read_checkpoint reads a checkpoint in a process where TensorFlow cannot be imported."""
+naming the file; bundles written without TensorFlow are the bytes TensorFlow's SaveV2 writes; and
+google.read_checkpoint and write_checkpoint work in a process where TensorFlow cannot be imported."""
 
 import json
 import os
@@ -15,8 +16,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf import checkpoint_paths
 from bert_tf.checkpoints import open_checkpoint
-from bert_tf.formats import google, tensor_bundle
+from bert_tf.formats import google, leveldb_table, tensor_bundle
 from tools import pypi_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -101,10 +103,14 @@ def test_minilm_bert_tf_checkpoint_reads_like_tensorflow(minilm_bundle):
     assert read(google.FORMAT_VERSION_NAME) == google.FORMAT_VERSION
 
 
-def test_google_layout_of_every_dtype_reads_like_tensorflow(tmp_path, monkeypatch):
+KERNEL = "bert/encoder/layer_0/attention/self/query/kernel"
+
+
+def every_dtype():
+    """{name: array} of a Google-layout checkpoint with tensors of every dtype a bundle holds, strings included."""
     rng = np.random.default_rng(0)
-    kernel = "bert/encoder/layer_0/attention/self/query/kernel"
-    tensors = {
+    kernel = KERNEL
+    return {
         "bert/embeddings/word_embeddings": rng.normal(size=(50, 8)).astype(np.float32),
         kernel: rng.normal(size=(8, 8)).astype(np.float32),
         kernel + "/adam_m": rng.normal(size=(8, 8)).astype(np.float32),
@@ -128,6 +134,15 @@ def test_google_layout_of_every_dtype_reads_like_tensorflow(tmp_path, monkeypatc
                                     [b"\x00\xff", b"a", b"y" * 20000]], dtype=object),
         "dtypes/string_scalar": np.asarray(b"scalar", dtype=object),
     }
+
+
+def many_names():
+    """3,000 names of ~110 bytes: more than TensorFlow's 256 KiB index block size, many restart points each."""
+    return {f"layer_{i:04d}/" + "long_scope_name/" * 6 + "kernel": np.full((2,), i, np.int32) for i in range(3000)}
+
+
+def test_google_layout_of_every_dtype_reads_like_tensorflow(tmp_path, monkeypatch):
+    tensors, kernel = every_dtype(), KERNEL
     prefix = str(tmp_path / "bert_model.ckpt")
     save_v2(prefix, tensors)
     shapes, _, read = assert_reads_like_tensorflow(prefix)
@@ -142,15 +157,54 @@ def test_google_layout_of_every_dtype_reads_like_tensorflow(tmp_path, monkeypatc
 
 
 def test_index_of_several_data_blocks(tmp_path):
-    # 3,000 names of ~110 bytes: more than TensorFlow's 256 KiB index block size, many restart points each.
-    tensors = {f"layer_{i:04d}/" + "long_scope_name/" * 6 + "kernel": np.full((2,), i, np.int32) for i in range(3000)}
+    tensors = many_names()
     prefix = str(tmp_path / "many.ckpt")
     save_v2(prefix, tensors)
     with open(prefix + ".index", "rb") as f:
-        assert len(tensor_bundle._data_block_handles(prefix + ".index", memoryview(f.read()))) > 1
+        assert len(leveldb_table.data_block_handles(prefix + ".index", memoryview(f.read()))) > 1
     shapes, _, read = assert_reads_like_tensorflow(prefix)
     assert len(shapes) == 3000
     assert all(read(name)[0] == value[0] for name, value in tensors.items())
+
+
+@pytest.mark.parametrize("tensors", [every_dtype, many_names], ids=["every_dtype", "many_names"])
+def test_written_without_tensorflow_as_save_v2_writes(tmp_path, tensors):
+    """write_bundle's files are SaveV2's, byte for byte (the index's blocks, separators and CRC32Cs, each
+    tensor's bytes and checksum, strings' length checksums), so TensorFlow's reader, which checks every CRC32C,
+    reads them."""
+    tensors = tensors()
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    tensor_bundle.write_bundle(ours, tensors)
+    save_v2(theirs, tensors)
+    for suffix in (".index", ".data-00000-of-00001"):
+        with open(ours + suffix, "rb") as a, open(theirs + suffix, "rb") as b:
+            assert a.read() == b.read(), suffix
+    shapes, _, _ = assert_reads_like_tensorflow(ours)  # TensorFlow's reader checks every CRC32C
+    assert set(shapes) == set(tensors)
+
+
+def test_write_refuses_a_dtype_before_any_file(tmp_path):
+    prefix = str(tmp_path / "x")
+    with pytest.raises(ValueError, match="the tensor b has dtype datetime64"):
+        tensor_bundle.write_bundle(prefix, {"a": np.zeros(2, np.float32),
+                                            "b": np.array(["2026-01-01"], "datetime64[D]")})
+    assert os.listdir(tmp_path) == []
+
+
+def test_checkpoint_index_file_read_as_tensorflow_reads_it(tmp_path):
+    """checkpoint_paths.indexed_path reads TensorFlow's own `checkpoint` files (text-format escapes, absolute
+    paths, timestamps) as tf.train.get_checkpoint_state does (which joins a relative path to the folder)."""
+    for name in ("model.ckpt-7", str(tmp_path / 'we"ird\\ \u00e9' / "model.ckpt-9")):
+        tf.compat.v1.train.update_checkpoint_state(str(tmp_path), name, ["model.ckpt-3", name],
+                                                   all_model_checkpoint_timestamps=[1.0, 2.5],
+                                                   last_preserved_timestamp=0.5)
+        expected = tf.train.get_checkpoint_state(str(tmp_path)).model_checkpoint_path
+        assert checkpoint_paths.indexed_path(str(tmp_path)) == name
+        assert os.path.join(str(tmp_path), name) == expected
+    with open(tmp_path / checkpoint_paths.INDEX_FILE, "w") as f:
+        f.write("model_checkpoint_path: \"unterminated\n")
+    assert checkpoint_paths.indexed_path(str(tmp_path)) is None
+    assert checkpoint_paths.indexed_path(str(tmp_path / "missing")) is None
 
 
 def test_truncated_data_file(small_bundle):
@@ -202,14 +256,14 @@ def test_partitioned_variable(tmp_path):
 def test_compressed_block_and_unknown_dtype(small_bundle, monkeypatch):
     index = small_bundle + ".index"
     with open(index, "r+b") as f:
-        handle = tensor_bundle._data_block_handles(index, memoryview(f.read()))[0]
-        offset, pos = tensor_bundle._varint(handle, 0)
-        f.seek(offset + tensor_bundle._varint(handle, pos)[0])
+        handle = leveldb_table.data_block_handles(index, memoryview(f.read()))[0]
+        offset, pos = leveldb_table.varint(handle, 0)
+        f.seek(offset + leveldb_table.varint(handle, pos)[0])
         f.write(b"\x01")  # the first data block's trailer: snappy
     with pytest.raises(ValueError, match=f"{re.escape(index)}: a block is compressed"):
         tensor_bundle.read_bundle(small_bundle)
     with open(index, "r+b") as f:
-        f.seek(offset + tensor_bundle._varint(handle, pos)[0])
+        f.seek(offset + leveldb_table.varint(handle, pos)[0])
         f.write(b"\x00")
     monkeypatch.delitem(tensor_bundle._STORED_DTYPES, 1)  # DT_FLOAT unknown
     message = f"{index}: the tensor a has TensorFlow dtype 1, unknown to this reader"
@@ -217,9 +271,10 @@ def test_compressed_block_and_unknown_dtype(small_bundle, monkeypatch):
         tensor_bundle.read_bundle(small_bundle)
 
 
-def test_google_read_checkpoint_without_tensorflow(minilm_bundle, tmp_path):
+def test_google_read_and_write_checkpoint_without_tensorflow(minilm_bundle, tmp_path):
     """In a process where `import tensorflow` fails, google.read_checkpoint reads the MiniLM bundle through
-    tensor_bundle: the same config, head and tensors as through TensorFlow; writing is a clear ValueError."""
+    tensor_bundle (the same config, head and tensors as through TensorFlow) and write_checkpoint writes it
+    again: the same bytes as the bundle written here with TensorFlow imported."""
     prefix, _ = minilm_bundle
     copy = str(tmp_path / "model.ckpt")  # a bundle read through checkpoint_paths.prefix_of's directory rule
     for suffix in (".index", ".data-00000-of-00001"):
@@ -232,12 +287,9 @@ from bert_tf import checkpoint_paths
 from bert_tf.formats import google
 {DIGESTS}
 source = google.read_checkpoint(checkpoint_paths.prefix_of({str(tmp_path)!r}))
-try:
-    google.write_checkpoint({str(tmp_path / "out")!r}, {{}})
-    refused = None
-except ValueError as e:
-    refused = str(e)
-print(json.dumps({{"format": source.format, "config": source.config, "head": source.head, "refused": refused,
+google.write_checkpoint({str(tmp_path / "again" / "model.ckpt")!r}, {{n: source.read(n) for n in source.shapes}},
+                        config_json=json.dumps(source.config), head=source.head)
+print(json.dumps({{"format": source.format, "config": source.config, "head": source.head,
                   "ignored": source.ignored, "digests": digests(source), "tf": sys.modules["tensorflow"] is None}}))
 """
     env = dict(os.environ, PYTHONPATH=ROOT)
@@ -247,8 +299,9 @@ print(json.dumps({{"format": source.format, "config": source.config, "head": sou
     without_tf = json.loads(result.stdout.strip().splitlines()[-1])
     with_tf = google.read_checkpoint(prefix)
     assert without_tf["tf"] is True
-    assert without_tf["refused"].endswith("writing a TensorFlow checkpoint needs TensorFlow (pip install "
-                                          "tensorflow); reading one does not")
+    for suffix in (".index", ".data-00000-of-00001"):
+        with open(prefix + suffix, "rb") as a, open(str(tmp_path / "again" / "model.ckpt") + suffix, "rb") as b:
+            assert a.read() == b.read(), suffix
     assert (without_tf["format"], without_tf["head"]) == (google.NATIVE, HEAD)
     assert (without_tf["config"], without_tf["ignored"]) == (with_tf.config, with_tf.ignored)
     assert without_tf["digests"] == digests(with_tf)

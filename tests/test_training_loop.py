@@ -20,22 +20,11 @@ import tensorflow as tf
 from bert_tf import BertConfig, BertEncoder
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
-from bert_tf.training import flops, loop
+from bert_tf.training import flops, loop, trainers
 from tests.helpers import pretraining_records
-from tests.helpers.training import dataset_fn, make_trainer, pretraining_config
+from tests.helpers.training import dataset_fn, make_trainer, pretraining_config, summary_losses
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def summary_losses(model_dir):
-    """{step: loss} from the TensorBoard events the chief wrote."""
-    losses = {}
-    for file in glob.glob(os.path.join(model_dir, "train", "events*")):
-        for event in tf.compat.v1.train.summary_iterator(file):
-            for value in event.summary.value:
-                if value.tag == "loss":
-                    losses[event.step] = float(tf.make_ndarray(value.tensor))
-    return losses
 
 
 def free_port():
@@ -206,10 +195,11 @@ def test_weights_export_loads_anywhere_and_evaluate_matches_numpy(training_recor
 def test_bad_batch_and_clipping_configuration():
     trainer = make_trainer(8, 1)
     with pytest.raises(ValueError, match="train batch size 30 is not a multiple of 1 replica"):
-        loop.Trainer(trainer.strategy, trainer.model, trainer.optimizer, 30, num_accumulation_steps=4)
+        trainers.create_trainer(trainer.devices.strategy, trainer.model, trainer.optimizer, 30,
+                                num_accumulation_steps=4)
     clipped = keras.optimizers.Adam(global_clipnorm=1.0)
-    with pytest.raises(ValueError, match="clip gradients with Trainer"):
-        loop.Trainer(trainer.strategy, trainer.model, clipped, 8)
+    with pytest.raises(ValueError, match="clip gradients with create_trainer"):
+        trainers.create_trainer(trainer.devices.strategy, trainer.model, clipped, 8)
 
 
 def test_training_flops_count_the_encoder_and_the_masked_lm_head():

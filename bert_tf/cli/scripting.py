@@ -282,10 +282,10 @@ def _log_to_file():
 
 def _locked_folders():
     """The output folders (OUTPUT_DIRECTORY_FLAGS) this process locks: none on a worker of a multi-worker run
-    other than the chief, which holds the lock for the cluster (the chief as `distribute.is_chief` tells it:
+    other than the chief, which holds the lock for the cluster (the chief as `devices.Devices.is_chief` tells it:
     TF_CONFIG's `chief` task, else worker 0)."""
     if "distribution_strategy" in flags.FLAGS and flags.FLAGS.distribution_strategy == "multi_worker_mirrored":
-        from bert_tf.training.distribute import task_index  # TensorFlow: multi-worker runs start it anyway
+        from bert_tf.training.devices import task_index
 
         tf_config = json.loads(os.environ.get("TF_CONFIG") or "{}")
         task = tf_config.get("task", {})

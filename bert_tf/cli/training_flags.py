@@ -12,7 +12,7 @@ the new ones (`--steps_per_loop`, `--tpu`, `--distribution_strategy`, `--num_gpu
 import keras
 from absl import flags, logging
 
-from bert_tf.training import distribute, optimization, precision
+from bert_tf.training import devices, distribute, optimization, precision
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
@@ -26,7 +26,7 @@ flags.DEFINE_integer("num_tpu_cores", 8, "Only used if `use_tpu` is True: the TP
                      "the TPU has another number).")
 flags.DEFINE_alias("steps_per_loop", "iterations_per_loop")
 flags.DEFINE_alias("tpu", "tpu_name")
-flags.DEFINE_enum("distribution_strategy", "one_device", distribute.STRATEGIES, "tf.distribute strategy; "
+flags.DEFINE_enum("distribution_strategy", "one_device", devices.STRATEGIES, "tf.distribute strategy; "
                   "multi_worker_mirrored reads the cluster from TF_CONFIG. With KERAS_BACKEND=jax: "
                   "keras.distribution's DataParallel over this host's devices (mirrored) or every host's "
                   "(multi_worker_mirrored, tpu: keras.distribution.initialize()).")
@@ -45,11 +45,10 @@ flags.DEFINE_integer("seed", None, "Seed of the initialisation, dropout and inpu
 
 def create_strategy():
     """The strategy of the flags. Call it first: a multi-worker strategy must exist before TensorFlow starts.
-    On Keras's JAX backend: None, the flags' devices set as keras.distribution's (`jax_loop.set_devices`)."""
+    On Keras's JAX backend: None, the flags' devices set as keras.distribution's (`devices.set_jax_devices`)."""
     name = "tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy
     if keras.backend.backend() == "jax":
-        from bert_tf.training import jax_loop
-        jax_loop.set_devices(name, FLAGS.num_gpus)
+        devices.set_jax_devices(name, FLAGS.num_gpus)
         return None
     strategy = distribute.create_strategy(name, FLAGS.num_gpus, FLAGS.tpu_name or FLAGS.master, FLAGS.tpu_zone,
                                           FLAGS.gcp_project)

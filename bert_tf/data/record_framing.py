@@ -7,7 +7,8 @@ are left-padded with zero bytes to a common length and processed 4 bytes per ste
 CRC starts from 0; the standard initial value 0xFFFFFFFF is added afterwards, by linearity, as the CRC of
 L zero bytes (`crc(M) = crc_from_0(M) ^ crc(zeros(L))`).
 
-`check_framing` walks a file's framing (headers only) to find a truncated or damaged file before it is read.
+`record_spans` walks a file's framing (headers only) to find a truncated or damaged file before it is read, and
+returns where each record's data lies (random access without TensorFlow: `data/record_source.py`).
 """
 
 import mmap
@@ -83,10 +84,16 @@ class RecordFramer:
 
 
 def check_framing(path):
-    """The number of records in the TFRecord file `path`, after a walk over its framing: each record's
-    12-byte header is read and its CRC checked, the data is skipped (its CRC is left to the reader).
-    TensorFlow's reader fails with a DataLossError only when it reaches a record cut in its data, and takes
-    a file cut inside the last header for a clean end; this finds both before any training.
+    """The number of records in the TFRecord file `path`, after a walk over its framing (`record_spans`)."""
+    return len(record_spans(path))
+
+
+def record_spans(path):
+    """int64 NumPy [N, 2]: the byte offset and the length of each record's data in the TFRecord file `path`
+    (what a reader needs for random access), after a walk over its framing: each record's 12-byte header is
+    read and its CRC checked, the data is skipped (its CRC is left to the reader). TensorFlow's reader fails
+    with a DataLossError only when it reaches a record cut in its data, and takes a file cut inside the last
+    header for a clean end; this finds both before any training.
 
     Raises:
       ValueError naming `path` and the byte offset of the record: the file ends inside a record (it is
@@ -94,9 +101,9 @@ def check_framing(path):
     """
     size = os.path.getsize(path)
     if size == 0:
-        return 0
+        return np.zeros([0, 2], np.int64)
     framer = RecordFramer(8)
-    offsets, crcs, count = [], [], 0  # the headers not yet CRC-checked
+    offsets, crcs, spans = [], [], []  # offsets, crcs: the headers not yet CRC-checked
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
 
         def check_crcs():
@@ -125,6 +132,7 @@ def check_framing(path):
                                  f"there, the file has {size}); the file is truncated: recreate it")
             if len(offsets) == _CHUNK_RECORDS:
                 check_crcs()
-            offset, count = end, count + 1
+            spans.append((offset + _HEADER.size, length))
+            offset = end
         check_crcs()
-    return count
+    return np.array(spans, np.int64).reshape(-1, 2)

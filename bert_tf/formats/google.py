@@ -6,7 +6,8 @@ bert_config.json and, for a task head other than the linear one, its options (`F
 `CONFIG_NAME`, `HEAD_NAME`); Google's optimizer slots and step counters are ignored with a reason.
 
 Reading uses TensorFlow's reader (which checks every tensor's CRC32C) when TensorFlow can be imported, else
-the pure-NumPy `tensor_bundle` reader (JAX or PyTorch hosts); writing needs TensorFlow.
+the pure-NumPy `tensor_bundle` reader (JAX or PyTorch hosts); writing is `tensor_bundle`'s on every host (the
+bytes TensorFlow's SaveV2 writes).
 """
 
 import json
@@ -37,15 +38,6 @@ def _tensorflow():
         import tensorflow as tf
     except ImportError:
         return None
-    return tf
-
-
-def _tensorflow_to_write(prefix):
-    """The tensorflow module; ValueError naming `prefix` where it cannot be imported."""
-    tf = _tensorflow()
-    if tf is None:
-        raise ValueError(f"{prefix}: writing a TensorFlow checkpoint needs TensorFlow (pip install tensorflow); "
-                         "reading one does not")
     return tf
 
 
@@ -90,15 +82,6 @@ def open_bundle(prefix):
     return _open_with_tensorflow(tf, prefix) if tf else _open_without_tensorflow(prefix)
 
 
-def write_tensors(prefix, tensors):
-    """Writes {name: array} as a TensorFlow bundle at `prefix` (TensorFlow's SaveV2; the caller makes it
-    atomic: `checkpoint_paths.write_bundle`). Needs TensorFlow (ValueError without it)."""
-    tf = _tensorflow_to_write(prefix)
-    names = sorted(tensors)
-    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
-                      tensors=[tf.convert_to_tensor(tensors[n]) for n in names])
-
-
 def read_checkpoint(prefix):
     """The Google or bert_tf checkpoint at `prefix` as a CheckpointSource (format GOOGLE or NATIVE); ValueError
     naming `prefix` for an unreadable bundle, a TF2 object-based checkpoint or one without BERT variables
@@ -131,8 +114,7 @@ def read_checkpoint(prefix):
 def write_checkpoint(prefix, tensors, config_json=None, head=None):
     """Writes {canonical name: array} as a bert_tf checkpoint at `prefix`, with the format marker, the
     embedded bert_config.json text `config_json` and the task head options `head` (a JSON-able dict) when
-    given; complete or not at all (`checkpoint_paths.write_bundle`). Needs TensorFlow (ValueError without it)."""
-    _tensorflow_to_write(prefix)  # its ValueError before anything is made
+    given; complete or not at all (`checkpoint_paths.write_bundle`)."""
     tensors = {n: np.asarray(v) for n, v in tensors.items()}
     tensors[FORMAT_VERSION_NAME] = np.asarray(FORMAT_VERSION, np.int64)
     if config_json is not None:
@@ -140,4 +122,4 @@ def write_checkpoint(prefix, tensors, config_json=None, head=None):
     if head is not None:
         tensors[HEAD_NAME] = np.asarray(json.dumps(head, sort_keys=True).encode("utf-8"), dtype=object)
     os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
-    checkpoint_paths.write_bundle(prefix, lambda tmp: write_tensors(tmp, tensors))
+    checkpoint_paths.write_bundle(prefix, lambda tmp: tensor_bundle.write_bundle(tmp, tensors))

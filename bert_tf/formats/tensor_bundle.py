@@ -1,14 +1,18 @@
-"""Reads a TensorFlow checkpoint bundle (`prefix.index` + `prefix.data-SSSSS-of-NNNNN`) with the standard
-library and NumPy only: Google's TF1 checkpoints and bert_tf's own on a host without TensorFlow (JAX, PyTorch).
+"""TensorFlow checkpoint bundles (`prefix.index` + `prefix.data-SSSSS-of-NNNNN`) read and written with the
+standard library and NumPy only: Google's TF1 checkpoints and bert_tf's own, on a host without TensorFlow (JAX,
+PyTorch).
 
-The `.index` file is a LevelDB table (data blocks of prefix-compressed key/value entries with restart points,
-each followed by a 5-byte trailer: compression type and masked CRC32C; an index block of data block handles;
-a metaindex block; a 48-byte footer ending in a magic number). Its entry with the empty key is a
-BundleHeaderProto, every other key is a tensor name whose value is a BundleEntryProto: where the tensor's
-bytes lie in which data shard. Both protos are decoded here by hand (no protobuf).
+    shapes, dtypes, read = read_bundle(prefix)    # read(name) -> what tf.train.load_checkpoint's get_tensor gives
+    write_bundle(prefix, {name: array})           # the bytes TensorFlow's SaveV2 writes for the same tensors
 
-CRC32C checksums (the blocks' and each tensor's) are not verified: TensorFlow's reader does, but a pure-Python
-CRC over a checkpoint of gigabytes is too slow. A bit-flipped tensor is read as it is; a truncated file is not.
+The `.index` file is a LevelDB table (`leveldb_table`). Its entry with the empty key is a BundleHeaderProto,
+every other key is a tensor name whose value is a BundleEntryProto: where the tensor's bytes lie in which data
+shard, and their masked CRC32C. Both protos are encoded and decoded here by hand (no protobuf). A string
+tensor's bytes are the varint lengths of its strings, a masked CRC32C of those, then the strings.
+
+Reading does not verify CRC32C checksums (the blocks' and each tensor's): TensorFlow's reader does, and this
+one must work where no CRC32C library is installed. A bit-flipped tensor is read as it is; a truncated file is
+not. Writing computes them (google-crc32c), so TensorFlow's reader accepts what is written here.
 """
 
 import os
@@ -16,9 +20,10 @@ import struct
 
 import numpy as np
 
-_TABLE_MAGIC = 0xDB4775248B80FB57
-_FOOTER_BYTES = 48
-_BLOCK_TRAILER_BYTES = 5  # 1 byte compression type + 4 bytes masked CRC32C
+from bert_tf import atomic_io
+from bert_tf.formats import leveldb_table
+from bert_tf.protobuf_wire import encode_varint, fields, message_field, varint, varint_field
+
 _DT_STRING, _DT_BFLOAT16 = 7, 14
 # TensorFlow's DataType enum -> the little-endian NumPy dtype of its stored bytes (bfloat16's are read as uint16,
 # then viewed as ml_dtypes.bfloat16; DT_STRING is decoded apart).
@@ -26,98 +31,15 @@ _STORED_DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i2", 6: "i1", 8: "
                   _DT_BFLOAT16: "<u2", 17: "<u2", 18: "<c16", 19: "<f2", 22: "<u4", 23: "<u8"}
 
 
-def _varint(buf, pos):
-    """(the unsigned varint at buf[pos], the position after it)."""
-    value = shift = 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
-def _proto_fields(buf):
-    """(field number, value) of each field of a serialized protobuf message: an int for varint and fixed
-    fields, bytes for length-delimited ones (nested messages, strings, packed repeated)."""
-    pos = 0
-    while pos < len(buf):
-        tag, pos = _varint(buf, pos)
-        wire_type = tag & 7
-        if wire_type == 0:
-            value, pos = _varint(buf, pos)
-        elif wire_type == 1:
-            value, pos = struct.unpack_from("<Q", buf, pos)[0], pos + 8
-        elif wire_type == 2:
-            length, pos = _varint(buf, pos)
-            value, pos = bytes(buf[pos: pos + length]), pos + length
-        elif wire_type == 5:
-            value, pos = struct.unpack_from("<I", buf, pos)[0], pos + 4
-        else:
-            raise ValueError(f"unsupported protobuf wire type {wire_type}")
-        yield tag >> 3, value
-
-
-def _block_entries(block):
-    """(key, value) of each entry of a table block (its bytes without the trailer), in key order. An entry is
-    varints (shared key bytes, unshared key bytes, value length), the unshared key bytes, then the value; the
-    block ends with the uint32 offsets of its restart points (entries sharing nothing) and their count."""
-    num_restarts = struct.unpack_from("<I", block, len(block) - 4)[0]
-    entries_end = len(block) - 4 * (num_restarts + 1)
-    key, pos = b"", 0
-    while pos < entries_end:
-        shared, pos = _varint(block, pos)
-        unshared, pos = _varint(block, pos)
-        value_length, pos = _varint(block, pos)
-        key = key[:shared] + bytes(block[pos: pos + unshared])
-        pos += unshared
-        yield key, block[pos: pos + value_length]
-        pos += value_length
-
-
-def _read_block(path, table, handle):
-    """The bytes of the block at BlockHandle bytes `handle` (varints offset, size) of the table `table`."""
-    offset, pos = _varint(handle, 0)
-    size, _ = _varint(handle, pos)
-    end = offset + size + _BLOCK_TRAILER_BYTES
-    if end > len(table):
-        raise ValueError(f"{path} ends at byte {len(table)}, a block needs bytes {offset}..{end}: "
-                         "the checkpoint index is truncated")
-    if table[offset + size] != 0:
-        raise ValueError(f"{path}: a block is compressed (type {table[offset + size]}); TensorFlow writes "
-                         "checkpoint indexes uncompressed, this reader does not decompress")
-    return table[offset: offset + size]
-
-
-def _data_block_handles(path, table):
-    """The BlockHandle bytes of every data block of the table `table` (the bytes of the file `path`), in
-    order: the values of its index block, found through the footer."""
-    if len(table) < _FOOTER_BYTES or struct.unpack_from("<Q", table, len(table) - 8)[0] != _TABLE_MAGIC:
-        raise ValueError(f"{path}: not a TensorFlow checkpoint index (no table magic number at its end: "
-                         "another file, or a truncated index)")
-    footer = table[len(table) - _FOOTER_BYTES:]
-    _, pos = _varint(footer, _varint(footer, 0)[1])  # skips the metaindex handle
-    return [bytes(handle) for _, handle in _block_entries(_read_block(path, table, footer[pos:]))]
-
-
-def _table_entries(path):
-    """{key: value bytes} of every entry of the LevelDB table at `path`."""
-    with open(path, "rb") as f:
-        table = memoryview(f.read())
-    return {key: bytes(value) for handle in _data_block_handles(path, table)
-            for key, value in _block_entries(_read_block(path, table, handle))}
-
-
 def _tensor_entry(serialized):
     """A BundleEntryProto as {"dtype", "shape" (a tuple), "shard_id", "offset", "size", "unsupported" (why this
     reader cannot read the tensor, or None)}."""
     entry = {"dtype": 0, "shape": (), "shard_id": 0, "offset": 0, "size": 0, "unsupported": None}
-    for field, value in _proto_fields(serialized):
+    for field, value in fields(serialized):
         if field == 2:  # TensorShapeProto: repeated dim (2) {size (1), int64}; unknown_rank (3)
-            sizes = [dict(_proto_fields(dim)).get(1, 0) for f, dim in _proto_fields(value) if f == 2]
+            sizes = [dict(fields(dim)).get(1, 0) for f, dim in fields(value) if f == 2]
             entry["shape"] = tuple(size - (1 << 64) if size >= 1 << 63 else size for size in sizes)
-            if any(f == 3 and v for f, v in _proto_fields(value)):
+            if any(f == 3 and v for f, v in fields(value)):
                 entry["unsupported"] = "its shape has an unknown rank"
         elif field == 7:
             entry["unsupported"] = "partitioned variables are not supported (it is saved in slices)"
@@ -131,7 +53,7 @@ def _strings(data, count):
     lengths, then the strings one after another."""
     lengths, pos = [], 0
     for _ in range(count):
-        length, pos = _varint(data, pos)
+        length, pos = varint(data, pos)
         lengths.append(length)
     pos += 4
     if pos + sum(lengths) != len(data):
@@ -152,8 +74,8 @@ def read_bundle(prefix):
     if not os.path.isfile(index_path):
         raise ValueError(f"{index_path}: no such checkpoint index")
     try:
-        entries = _table_entries(index_path)
-        header = dict(_proto_fields(entries.pop(b"")))
+        entries = leveldb_table.read_table(index_path)
+        header = dict(fields(entries.pop(b"")))
         tensors = {key.decode("utf-8"): _tensor_entry(value) for key, value in entries.items()
                    if not key.startswith(b"\x00")}  # keys of a partitioned variable's slices (OrderedCode)
     except KeyError:
@@ -215,3 +137,71 @@ def read_bundle(prefix):
         return values[()] if shape == () else values  # a scalar as a NumPy scalar (bytes for a string), as TF
 
     return {name: entry["shape"] for name, entry in tensors.items()}, dtypes, read
+
+
+# ------------------------------------------------------------------------------------------------- writing
+
+_HEADER = bytes([1 << 3, 1, 3 << 3 | 2, 2, 1 << 3, 1])  # num_shards 1, little-endian (0: omitted), version {producer 1}
+_DTYPE_CODES = {np.dtype(stored): code for code, stored in _STORED_DTYPES.items() if code != _DT_BFLOAT16}
+
+
+def _dtype_code(name, value):
+    """The TensorFlow dtype code of the array `value` (strings: an object, bytes or str array)."""
+    if value.dtype == object or value.dtype.kind in "SU":
+        return _DT_STRING
+    if value.dtype.name == "bfloat16":
+        return _DT_BFLOAT16
+    code = _DTYPE_CODES.get(value.dtype.newbyteorder("<"))
+    if code is None:
+        raise ValueError(f"the tensor {name} has dtype {value.dtype}, which a TensorFlow checkpoint cannot hold")
+    return code
+
+
+def _stored(code, value):
+    """(the bytes a bundle stores for the array `value` of dtype code `code`, their checksum for the entry).
+
+    Numbers: the little-endian values, checksummed as they are. Strings: the varint lengths, the masked
+    CRC32C of the lengths, then the strings; TensorFlow checksums each length as a little-endian uint32 (uint64
+    from 4 GiB: older checkpoints had uint32 lengths), not as its varint, so both checksums cover that form."""
+    if code != _DT_STRING:
+        data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).tobytes()
+        return data, leveldb_table.masked_crc32c(data)
+    strings = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in value.reshape(-1).tolist()]
+    checked = b"".join(struct.pack("<I" if len(s) <= 0xFFFFFFFF else "<Q", len(s)) for s in strings)
+    length_checksum = struct.pack("<I", leveldb_table.masked_crc32c(checked))
+    data = b"".join(encode_varint(len(s)) for s in strings) + length_checksum + b"".join(strings)
+    return data, leveldb_table.masked_crc32c(checked + length_checksum + b"".join(strings))
+
+
+def _entry(code, shape, offset, size, checksum):
+    """The BundleEntryProto of a tensor stored in `size` bytes at `offset` of shard 0."""
+    dims = b"".join(message_field(2, varint_field(1, dim)) for dim in shape)
+    return (varint_field(1, code) + message_field(2, dims) + varint_field(4, offset) + varint_field(5, size)
+            + bytes([6 << 3 | 5]) + struct.pack("<I", checksum))
+
+
+def _open_new(path):
+    try:
+        return open(path, "wb", buffering=0)
+    except OSError as e:
+        raise atomic_io.disk_error(e, path, "create") from None
+
+
+def write_bundle(prefix, tensors):
+    """Writes {name: array} as a one-shard bundle at `prefix`, the tensors in name order: the files TensorFlow's
+    SaveV2 writes for them, byte for byte. Not atomic by itself: the caller writes under a temporary prefix
+    (`checkpoint_paths.write_bundle`). ValueError for a dtype a checkpoint cannot hold (before any file is
+    made); OSError naming the file that could not be written."""
+    prefix = os.fspath(prefix)
+    arrays = {name: np.asarray(tensors[name]) for name in sorted(tensors)}  # code-point order = UTF-8 byte order
+    codes = {name: _dtype_code(name, array) for name, array in arrays.items()}
+    data_path, index_path = f"{prefix}.data-00000-of-00001", f"{prefix}.index"
+    entries, offset = [(b"", _HEADER)], 0
+    with _open_new(data_path) as f:
+        for name, array in arrays.items():
+            data, checksum = _stored(codes[name], array)
+            atomic_io.write_all(f, data, data_path)
+            entries.append((name.encode("utf-8"), _entry(codes[name], array.shape, offset, len(data), checksum)))
+            offset += len(data)
+    with _open_new(index_path) as f:
+        atomic_io.write_all(f, leveldb_table.table_bytes(entries), index_path)

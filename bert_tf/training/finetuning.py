@@ -1,5 +1,5 @@
 """One fine-tuning run (train, then predict) of a task model on any tf.distribute strategy, or on Keras's JAX
-backend (strategy None: `jax_loop`).
+backend (strategy None: keras.distribution's devices, `devices`).
 
 What run_classifier.py, run_ner.py, run_swag.py and run_squad.py share: the original's step count (examples
 / batch size x epochs, warmup a fraction of it), the shared training loop (`bert_tf.training.loop.Trainer`:
@@ -21,9 +21,10 @@ from absl import logging
 from bert_tf import checkpoint_paths, run_directory
 from bert_tf.batched_inference import BatchedInference
 from bert_tf.checkpoints import load_checkpoint
+from bert_tf.data.tasks.grain_input import feature_batches
 from bert_tf.data.tasks.pipeline import bucket_widths, make_dataset, num_examples, without_autotune
 from bert_tf.feature_schema import INPUT_IDS
-from bert_tf.training import distribute, optimization, trainers
+from bert_tf.training import devices, inputs, optimization, trainers
 from bert_tf.training.best_checkpoint import StopTraining
 from bert_tf.training.flops import training_flops_per_example
 
@@ -68,7 +69,7 @@ class TrainingInput:
 
     count: the number of training examples (the original's step arithmetic counts examples, e.g. SQuAD
       questions, not the windows that they become).
-    dataset_fn: (tf.distribute.InputContext, per-worker batch size) -> dataset of feature dicts, shuffled and
+    dataset_fn: (devices.InputContext, per-worker batch size) -> dataset of feature dicts, shuffled and
       repeated as training needs (see `loop.Trainer.train`).
     sequence_shape: the token shape of one example, (T,) or (choices, T): for the FLOPs in the log.
     """
@@ -86,7 +87,8 @@ class FineTuner:
 
     def __init__(self, strategy, model_fn, options, output_dir):
         self.strategy, self.options, self.output_dir = strategy, options, output_dir
-        with distribute.scope(strategy):
+        self.devices = devices.of(strategy)
+        with self.devices.scope():
             self.model = model_fn()
             self.model.build()
         self.global_step = 0
@@ -110,7 +112,7 @@ class FineTuner:
         if not isinstance(data, TrainingInput):
             data = self.in_memory_input(data)
         num_train_steps, num_warmup_steps = options.train_steps(data.count)
-        with distribute.scope(self.strategy):
+        with self.devices.scope():
             optimizer = optimization.create_optimizer(
                 options.optimizer, options.learning_rate, num_train_steps, num_warmup_steps,
                 loss_scaling=options.loss_scaling)
@@ -120,17 +122,17 @@ class FineTuner:
                                           options.num_accumulation_steps, use_xla=options.use_xla,
                                           flops_per_example=flops)
         logging.info("***** Running training: %d examples, batch size %d, %d steps (%d warmup); %s batches%s, "
-                     "%s *****", data.count, options.train_batch_size, num_train_steps, num_warmup_steps,
+                     "%s; input %s *****", data.count, options.train_batch_size, num_train_steps, num_warmup_steps,
                      "length-grouped" if options.group_by_length else "shuffled",
                      f" cut to widths {self.training_widths(data.sequence_shape[-1])}" if self.compiled else "",
-                     self.model.encoder.training_layout(self.compiled))
+                     self.model.encoder.training_layout(self.compiled), inputs.kind_of(self.devices))
         def started(step):  # the output_dir is then a complete checkpoint directory for --init_checkpoint
             run_directory.write_config(self.output_dir, self.model.config)
             if on_start is not None:
                 on_start(step)
 
         try:
-            results = trainer.train(lambda context, size: without_autotune(data.dataset_fn(context, size)),
+            results = trainer.train(lambda context, size: self._training_input(data.dataset_fn(context, size)),
                                     self.output_dir, num_train_steps, options.iterations_per_loop,
                                     options.save_checkpoints_steps, after_checkpoint, started)
         except StopTraining as stop:
@@ -139,15 +141,20 @@ class FineTuner:
         self.global_step = trainer.step
         return results
 
+    @staticmethod
+    def _training_input(dataset):
+        """A dataset_fn's dataset as the loop's input: tf.data without autotuning (`without_autotune`)."""
+        return without_autotune(dataset) if hasattr(dataset, "element_spec") else dataset
+
     @property
     def is_chief(self):
         """False on the workers of a multi-worker strategy other than the chief (which writes the outputs)."""
-        return distribute.is_chief(self.strategy)
+        return self.devices.is_chief
 
     @property
     def compiled(self):
         """Whether the training step runs under XLA (--use_xla, or Keras's JAX backend): static shapes."""
-        return self.options.use_xla or self.strategy is None
+        return self.devices.use_xla(self.options.use_xla)
 
     def training_widths(self, seq_length):
         """The widths that training batches are cut to (`make_dataset`'s `widths`): None (each batch's longest
@@ -161,8 +168,9 @@ class FineTuner:
         widths = self.training_widths(features[INPUT_IDS].shape[-1])
 
         def dataset_fn(input_context, batch_size):
-            return make_dataset(features, batch_size, True, options.seed, input_context, trim_padding=True,
-                                group_by_length=options.group_by_length, widths=widths)
+            batches = feature_batches if inputs.kind_of(self.devices) == "grain" else make_dataset
+            return batches(features, batch_size, True, options.seed, input_context, trim_padding=True,
+                           group_by_length=options.group_by_length, widths=widths)
 
         count = num_examples(features) if count is None else count
         return TrainingInput(count, dataset_fn, tuple(features[INPUT_IDS].shape[1:]))
@@ -180,7 +188,7 @@ class FineTuner:
         named `what`.
         """
         if (method, trim) not in self._inference:
-            if self.strategy is None:  # Keras's JAX backend
+            if self.devices.backend == "jax":
                 from bert_tf.training.jax_step import jitted_forward
                 forward = jitted_forward(self.model, method)
             else:

@@ -23,7 +23,7 @@ from bert_tf.checkpoints import check_fits, opened
 from bert_tf.config import BertConfig
 from bert_tf.data import packing
 from bert_tf.tokenization import FullTokenizer
-from bert_tf.training import distribute, precision
+from bert_tf.training import devices, precision
 from bert_tf.training.best_checkpoint import BestCheckpoint
 from bert_tf.training.finetuning import FineTuner, FineTuningOptions
 
@@ -148,7 +148,7 @@ def create_finetuner(options, strategy, model_fn):
     one; otherwise init_checkpoint."""
     training = dataclasses.replace(
         options.training, loss_scaling=options.mixed_precision == "float16",
-        use_xla=distribute.use_xla(strategy) if options.use_xla is None or strategy is None else options.use_xla)
+        use_xla=devices.of(strategy).use_xla(options.use_xla))
     tuner = FineTuner(strategy, model_fn, training, options.output_dir)
     trained = None if options.do_train else checkpoint_paths.newest_export(options.output_dir)
     if trained or options.init_checkpoint is not None:

@@ -1,25 +1,35 @@
-"""The training step and the forward pass of an ObjectiveModel as jax.jit functions of the variables' values: what
-`jax_loop.JaxTrainer` runs, importable without TensorFlow (bench/gpu_check_jax.py times it on a GPU host that
-has none).
+"""The training steps on Keras's JAX backend (`JaxSteps`: the step part that `loop.Trainer` runs there), the
+update and the forward pass of an ObjectiveModel as jax.jit functions of the variables' values (`TrainStep`,
+`jitted_forward`); no TensorFlow (bench/gpu_check_jax.py times the step on a GPU host that has none).
 
     step = TrainStep(model, optimizer, num_accumulation_steps=2, clip_norm=1.0)
     values = step.values()                       # (trainable, non-trainable, optimizer): lists of jax arrays
     values, sums = step(values, features)        # one optimizer update on a global batch
     step.assign(values)                          # back into the Keras variables
 
-One update (the TensorFlow loop's arithmetic, `loop.Trainer`): each loss term normalised by its weight summed
+    steps = JaxSteps(devices.of(None), model, optimizer)   # what the loop runs: NumPy batches in, sums out
+
+One update (the TensorFlow steps' arithmetic, `tf_steps.TfSteps`): each loss term normalised by its weight summed
 over the whole global batch, the batch split into `num_accumulation_steps` micro-batches whose gradients are
 added, the sum clipped to the global norm `clip_norm` (as tf.clip_by_global_norm), then the optimizer's
 `stateless_apply`. Dropout draws from the model's seed generators, non-trainable variables threaded through the
 micro-batches. On several devices (keras.distribution) the features and values are sharded arrays and XLA
-adds the gradients across devices.
+adds the gradients across devices; on several hosts each process reads its own shard of the input. The
+training state is a bundle of the variables' values by position (model, optimizer, step; the dropout seeds are
+the model's non-trainable variables), written and read without TensorFlow. float16 loss scaling is TensorFlow's
+only: use bfloat16.
 """
 
 import jax
 import keras
+import numpy as np
 from jax import numpy as jnp
 
+from bert_tf.formats import google, tensor_bundle
+from bert_tf.training.flops import measure_jax_peak_flops
 from bert_tf.training.optimization import clip_factor
+
+STEP_NAME = "global_step"
 
 
 def jitted_forward(model, method="__call__"):
@@ -97,3 +107,86 @@ class TrainStep:
         trainable, non_trainable, _ = values
         outputs, _ = self.model.stateless_call(trainable, non_trainable, features, training=False)
         return self.model.objective_sums(features, outputs)
+
+
+class _ArrayState:
+    """The training state as named arrays: `model/<i>`, `optimizer/<i>` (the variables in order) and the step;
+    `write(prefix)` writes a bundle, `read(prefix)` checks names and shapes before assigning anything."""
+
+    def __init__(self, steps):
+        self.steps = steps
+
+    def _variables(self):
+        return {**{f"model/{i}": v for i, v in enumerate(self.steps.model.variables)},
+                **{f"optimizer/{i}": v for i, v in enumerate(self.steps.optimizer.variables)}}
+
+    def write(self, prefix):
+        arrays = {name: np.asarray(v.value) for name, v in self._variables().items()}
+        tensor_bundle.write_bundle(prefix, {**arrays, STEP_NAME: np.asarray(self.steps.step, np.int64)})
+
+    def read(self, prefix):
+        shapes, read = google.open_bundle(prefix)
+        variables = self._variables()
+        expected = {name: tuple(v.shape) for name, v in variables.items()}
+        found = {name: tuple(shape) for name, shape in shapes.items() if name != STEP_NAME}
+        if found != expected or STEP_NAME not in shapes:
+            different = sorted(set(found.items()) ^ set(expected.items()))[:3]
+            raise ValueError(f"its variables are not this model's and optimizer's (first differences: {different})")
+        values = {name: read(name) for name in variables}  # every read before any assignment
+        for name, variable in variables.items():
+            variable.assign(values[name])
+        self.steps._step = int(read(STEP_NAME))
+
+
+class JaxSteps:
+    """Optimizer updates of `model` (an ObjectiveModel) by `optimizer` on Keras's JAX backend, on `devices`
+    (keras.distribution's: each global batch split over them, the variables replicated): the step part of
+    `loop.Trainer` there, one `TrainStep` (always compiled)."""
+
+    def __init__(self, devices, model, optimizer, num_accumulation_steps=1, clip_norm=1.0):
+        if keras.backend.backend() != "jax":
+            raise ValueError(f"JaxSteps run on Keras's JAX backend; this process's is {keras.backend.backend()} "
+                             "(set KERAS_BACKEND=jax before Keras is imported)")
+        if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+            raise ValueError("mixed_float16 (loss scaling) trains on the TensorFlow backend only; on JAX use "
+                             "bfloat16")
+        self.model, self.optimizer = model, optimizer
+        self.distribution = keras.distribution.distribution()
+        self._step = 0
+        self._update = TrainStep(model, optimizer, num_accumulation_steps, clip_norm)
+
+    @property
+    def step(self):
+        return self._step
+
+    def _device_batch(self, batch):
+        """A batch of this worker (NumPy arrays, or tensors NumPy can read) -> global jax arrays, split over the
+        devices of the distribution."""
+        arrays = {name: np.asarray(tensor) for name, tensor in batch.items()}
+        if self.distribution is None:
+            return jax.device_put(arrays)
+        return {name: jax.make_array_from_process_local_data(
+            self.distribution.get_data_layout(array.shape).backend_layout, array) for name, array in arrays.items()}
+
+    def run(self, iterator, num_steps):
+        """`num_steps` optimizer updates on the batches of `iterator` -> each step's sums, {name: float32 NumPy
+        [num_steps]}."""
+        values, per_step = self._update.values(), []
+        for _ in range(num_steps):
+            values, sums = self._update(values, self._device_batch(next(iterator)))
+            per_step.append(sums)
+            self._step += 1
+        self._update.assign(values)
+        return {name: np.asarray([np.float32(sums[name]) for sums in per_step]) for name in per_step[0]}
+
+    def evaluate(self, batch):
+        """The objective sums of one batch without dropout, {name: float}."""
+        sums = self._update.evaluate(self._update.values(), self._device_batch(batch))
+        return {name: float(value) for name, value in sums.items()}
+
+    def state(self):
+        return _ArrayState(self)
+
+    def measure_peak(self):
+        """The matmul peak FLOP/s of one device, in the compute dtype."""
+        return measure_jax_peak_flops(keras.mixed_precision.global_policy().compute_dtype)

@@ -1,5 +1,5 @@
 """One pretraining run of BERT (masked LM + next sentence, or the paper's ablations) on TFRecords, on any
-tf.distribute strategy or, on Keras's JAX backend, keras.distribution's devices (`jax_loop`):
+tf.distribute strategy or, on Keras's JAX backend, keras.distribution's devices (`devices`):
 what `run_pretraining.py` runs, callable from Python.
 
     options = PretrainingOptions(input_file="records/*.tfrecord", output_dir="out", config=config,
@@ -18,11 +18,11 @@ from absl import logging
 from bert_tf import atomic_io, checkpoint_paths, run_directory
 from bert_tf.checkpoints import check_fits, load_checkpoint, opened
 from bert_tf.config import BertConfig
-from bert_tf.data.pretraining import pipeline
+from bert_tf.data.pretraining import grain_input, pipeline
 from bert_tf.data.pretraining.masking import MaskingConfig
 from bert_tf.modeling.tasks.pretrainer import PRETRAINING_OBJECTIVES, BertPretrainer, with_perplexity
 from bert_tf.tokenization import load_vocab
-from bert_tf.training import distribute, optimization, precision, trainers
+from bert_tf.training import devices, distribute, inputs, optimization, precision, trainers
 from bert_tf.training.flops import training_flops_per_example
 
 # The options whose change a rerun that resumes a training state is warned about (and records).
@@ -163,7 +163,8 @@ def pretrain(options, strategy=None, config_name="the config"):
     for files in checked:  # each file's framing walked once: the eval files are the training files by default
         pipeline.check_records(files, options.max_seq_length, options.max_predictions_per_seq, config.vocab_size,
                                masked=masking is None)
-    workers, replicas = distribute.num_workers(strategy), distribute.num_replicas(strategy)
+    where = devices.of(strategy)
+    workers, replicas = where.num_workers, where.num_replicas
     if options.do_eval and options.eval_batch_size % replicas:
         raise ValueError(f"eval_batch_size={options.eval_batch_size} is not a multiple of {replicas} replica(s)")
     atomic_io.check_writable(options.output_dir)
@@ -171,8 +172,8 @@ def pretrain(options, strategy=None, config_name="the config"):
     policy = precision.set_policy(options.mixed_precision, options.seed)
     if options.deterministic:
         tf.config.experimental.enable_op_determinism()
-    use_xla = distribute.use_xla(strategy) if options.use_xla is None or strategy is None else options.use_xla
-    with distribute.scope(strategy):
+    use_xla = where.use_xla(options.use_xla)
+    with where.scope():
         model = BertPretrainer(config, objective)
         model.build()
         if source is not None:
@@ -184,24 +185,32 @@ def pretrain(options, strategy=None, config_name="the config"):
     flops = training_flops_per_example(config, options.max_seq_length, predictions)
     trainer = trainers.create_trainer(strategy, model, optimizer, options.train_batch_size,
                                       options.num_accumulation_steps, use_xla=use_xla, flops_per_example=flops)
-    logging.info("Training with %s on %d replica(s), %d worker(s); XLA %s; batch %d = %d micro-batch(es) of %d; %s",
-                 policy, replicas, workers, "on" if use_xla else "off", options.train_batch_size,
+    input_kind = inputs.kind_of(where)
+    logging.info("Training with %s on %d replica(s), %d worker(s); XLA %s; batch %d = %d micro-batch(es) of %d; %s; "
+                 "input %s", policy, replicas, workers, "on" if use_xla else "off", options.train_batch_size,
                  options.num_accumulation_steps, options.train_batch_size // options.num_accumulation_steps,
-                 model.encoder.training_layout(use_xla or strategy is None))
+                 model.encoder.training_layout(use_xla), input_kind)
+
+    def batches(files, batch_size, input_context, is_training):
+        """The records of `files` in batches (training: shuffled, repeated; else in order, repeated, full
+        batches, as the original's evaluation), by the run's input."""
+        lengths = (options.max_seq_length, options.max_predictions_per_seq)
+        if input_kind == "grain":
+            return inputs.GrainInput(grain_input.pretraining_batches(
+                files, batch_size, *lengths, is_training, input_context, masking, options.seed, repeat=True),
+                seq_length=options.max_seq_length)
+        dataset = pipeline.pretraining_dataset(files, batch_size, *lengths, is_training, input_context, masking,
+                                               options.seed)
+        return dataset if is_training else dataset.unbatch().repeat().batch(batch_size, drop_remainder=True)
 
     def train_dataset(input_context, batch_size):
-        return pipeline.pretraining_dataset(
-            train_files, batch_size, options.max_seq_length, options.max_predictions_per_seq, is_training=True,
-            input_context=input_context, dynamic_masking=masking, seed=options.seed)
+        return batches(train_files, batch_size, input_context, is_training=True)
 
     def evaluate():
         # As the original: the eval records in order, repeated, max_eval_steps full batches.
-        batch_size = options.eval_batch_size // workers
-        dataset = pipeline.pretraining_dataset(
-            eval_files, batch_size, options.max_seq_length, options.max_predictions_per_seq, is_training=False,
-            input_context=trainer.input_context(), dynamic_masking=masking, seed=options.seed)
-        dataset = dataset.unbatch().repeat().batch(batch_size, drop_remainder=True)
-        return with_perplexity(trainer.evaluate(dataset, options.max_eval_steps, options.output_dir), objective)
+        data = inputs.wrap(batches(eval_files, options.eval_batch_size // workers, trainer.input_context(),
+                                   is_training=False))
+        return with_perplexity(trainer.evaluate(data.iterator, options.max_eval_steps, options.output_dir), objective)
 
     def evaluate_before_the_end(step):
         if step < options.num_train_steps:  # the final evaluation follows training

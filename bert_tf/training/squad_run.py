@@ -27,7 +27,7 @@ from bert_tf.evaluation import cmrc
 from bert_tf.evaluation.squad import evaluate, missing_answers
 from bert_tf.feature_schema import END_LOGITS, INPUT_NAMES, START_LOGITS
 from bert_tf.modeling.tasks.span_labeler import BertSpanLabeler
-from bert_tf.training import distribute, finetuning_run
+from bert_tf.training import distribute, finetuning_run, inputs
 from bert_tf.training.finetuning import TrainingInput
 
 MODES = ("do_train", "do_predict")  # do_predict evaluates too when the predict file has answers
@@ -113,12 +113,12 @@ class SquadRun:
 
     def training_input(self, tuner):
         """The TrainingInput of the training questions for `tuner` (a FineTuner): their windows, streamed from
-        the cached records, or with group_by_length read into memory first."""
+        the cached records by tf.data, or read into memory first with group_by_length or for the Grain input."""
         prepared = self.prepare(self.input_file("train"), is_training=True)
         logging.info("Training on %d questions (%d skipped: no answer in their context), %d windows",
                      len(prepared.examples), len(prepared.skipped), prepared.num_features)
         max_seq_length, seed = self.options.max_seq_length, self.options.training.seed
-        if self.options.training.group_by_length:
+        if self.options.training.group_by_length or inputs.kind_of(tuner.devices) == "grain":
             features = squad_records.read_training_features(prepared.record_file, max_seq_length)
             return tuner.in_memory_input(features, count=len(prepared.examples))
         widths = tuner.training_widths(max_seq_length)

@@ -4,7 +4,8 @@ The moment is `KIND:ARGUMENT:N`, the N-th time (default 1) the event happens in 
   before_replace:SUFFIX   before os.replace publishes a file whose new name ends with SUFFIX
   after_replace:SUFFIX    right after it
   checkpoint_written:     right after tf.train.Checkpoint.write returns (a bundle under its temporary name)
-  export_written:         right after tf.raw_ops.SaveV2 returns (model.ckpt-N under its temporary name)
+  export_written:         right after formats/tensor_bundle.write_bundle returns (a name-based bundle under its
+                          temporary name: model.ckpt-N, and on JAX also the training state)
   evaluate:               when loop.Trainer.evaluate starts (pretraining's evaluation)
   predict:                when FineTuner.predict starts (a fine-tuning dev evaluation)
   exchanged:              right after swap_directory's atomic exchange (best/ replaced, the old one not removed)
@@ -61,6 +62,7 @@ def install(moment):
     import tensorflow as tf
 
     from bert_tf import atomic_io
+    from bert_tf.formats import tensor_bundle
     from bert_tf.training import finetuning, loop
 
     if kind in ("before_replace", "after_replace"):
@@ -69,7 +71,7 @@ def install(moment):
     elif kind == "checkpoint_written":
         _wrap(tf.train.Checkpoint, "write", _counting(n), after=True)
     elif kind == "export_written":
-        _wrap(tf.raw_ops, "SaveV2", _counting(n), after=True)
+        _wrap(tensor_bundle, "write_bundle", _counting(n), after=True)
     elif kind == "evaluate":
         _wrap(loop.Trainer, "evaluate", _counting(n))
     elif kind == "predict":

@@ -1,10 +1,14 @@
-"""A tiny BertPretrainer trained by the custom loop (`bert_tf.training.loop.Trainer`) on the records of
+"""A tiny BertPretrainer trained by the custom loop (`loop.Trainer`, `trainers.create_trainer`) on the records of
 pretraining_records: what the training-loop and damaged-state tests share."""
 
+import glob
+import os
+
 import keras
+import tensorflow as tf
 
 from bert_tf.modeling.tasks.pretrainer import BertPretrainer
-from bert_tf.training import distribute, loop, optimization
+from bert_tf.training import distribute, optimization, trainers
 from tests.helpers import pretraining_records
 from tests.helpers.configs import script_config
 
@@ -23,10 +27,21 @@ def make_trainer(batch_size, steps, accumulation=1, learning_rate=1e-3, seed=5, 
         model.build()
         opt = optimization.create_optimizer(optimizer, learning_rate, steps, 0,
                                             loss_scaling=keras.mixed_precision.global_policy().name == "mixed_float16")
-    return loop.Trainer(strategy, model, opt, batch_size, num_accumulation_steps=accumulation)
+    return trainers.create_trainer(strategy, model, opt, batch_size, num_accumulation_steps=accumulation)
 
 
 def dataset_fn(records, shuffle_seed=None):
     """The Trainer's dataset_fn(input_context, batch_size) over the records file `records`."""
     return lambda context, batch_size: pretraining_records.read_records(records, batch_size, input_context=context,
                                                                         shuffle_seed=shuffle_seed)
+
+
+def summary_losses(model_dir):
+    """{step: loss} from the TensorBoard events the chief wrote, read by TensorFlow's event reader."""
+    losses = {}
+    for file in glob.glob(os.path.join(model_dir, "train", "events*")):
+        for event in tf.compat.v1.train.summary_iterator(file):
+            for value in event.summary.value:
+                if value.tag == "loss":
+                    losses[event.step] = value.simple_value
+    return losses

@@ -22,22 +22,7 @@ from bert_tf.feature_schema import (
     NEXT_SENTENCE_LABELS,
     SEGMENT_IDS,
 )
-
-
-def _varint(value):
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        if value:
-            out.append(low | 0x80)
-        else:
-            out.append(low)
-            return bytes(out)
-
-
-def _field(number, payload):
-    """A length-delimited field (wire type 2)."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+from bert_tf.protobuf_wire import encode_varint, message_field
 
 
 class PretrainingExampleEncoder:
@@ -56,8 +41,8 @@ class PretrainingExampleEncoder:
         self.max_seq_length = max_seq_length
         self.max_predictions_per_seq = max_predictions_per_seq
         # Varints of every id and of every length a field can have (values take at most 5 bytes each).
-        self._varints = [_varint(i) for i in range(max(vocab_size, 5 * max_seq_length + 64))]
-        self._keys = {name: _field(1, name.encode()) for name in
+        self._varints = [encode_varint(i) for i in range(max(vocab_size, 5 * max_seq_length + 64))]
+        self._keys = {name: message_field(1, name.encode()) for name in
                       tfrecord.ALL_FEATURES}
         self._cache = {}  # entries that depend on lengths only
         # The largest record: every id and position takes its longest varint.

@@ -26,7 +26,8 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf import atomic_io
-from bert_tf.data import record_framing
+from bert_tf.data import record_framing, tf_example
+from bert_tf.data.record_source import RecordSource
 from bert_tf.data.squad import examples as squad
 from bert_tf.data.tasks.pipeline import trim_batch
 from bert_tf.feature_schema import (
@@ -130,7 +131,7 @@ def feature_spec(max_seq_length, is_training):
 
 def parsed_batches(dataset, max_seq_length, is_training, batch_size, drop_remainder=False):
     """`dataset` of serialized records -> batches of `batch_size` parsed ones: {name: int32 [batch, ...]} of
-    `feature_spec`'s features (the one parser of squad_dataset and read_training_features)."""
+    `feature_spec`'s features (squad_dataset's parser)."""
     spec = feature_spec(max_seq_length, is_training)
 
     def parse(records):
@@ -161,15 +162,17 @@ def squad_dataset(record_file, max_seq_length, is_training, batch_size, input_co
 
 
 def read_training_features(record_file, max_seq_length):
-    """The training windows of `record_file` in memory: {name: int32 NumPy [windows, ...]} of squad_dataset's
-    features (for `pipeline.make_dataset`, e.g. length-grouped batches)."""
-    columns = {}
-    for batch in parsed_batches(tf.data.TFRecordDataset(record_file), max_seq_length, True, 1024).as_numpy_iterator():
-        for name, values in batch.items():
-            columns.setdefault(name, []).append(values)
-    if not columns:
+    """The training windows of `record_file` in memory, read without TensorFlow (`record_source`, `tf_example`):
+    {name: int32 NumPy [windows, ...]} of squad_dataset's features (for `pipeline.make_dataset` or the Grain
+    input, e.g. length-grouped batches). ValueError naming the file for a record that is not a training window."""
+    spec = {name: (max_seq_length, np.int32) for name in INPUT_NAMES}
+    spec.update({name: (1, np.int32) for name in (UNIQUE_IDS, *SPAN_LABELS)})
+    rows = [tf_example.parse_fixed(record, spec, f"{record_file}: record {index}")
+            for index, record in enumerate(RecordSource([record_file]))]
+    if not rows:
         raise ValueError(f"{record_file}: no training windows")
-    return {name: np.concatenate(parts) for name, parts in columns.items()}
+    return {name: np.stack([row[name] for row in rows]) if length > 1 else np.concatenate([row[name] for row in rows])
+            for name, (length, _) in spec.items()}
 
 
 def _cache_key(input_file, tokenizer, settings):
