@@ -3,7 +3,8 @@ once per process): the layer harness over every layer and model and the dropout 
 MiniLM weights within 1e-5 of the TensorFlow backend, twenty training steps with the same losses as TensorFlow,
 DataParallel over two host devices (JAX) with the same losses as one device, and a JAX host without TensorFlow.
 JAX runs in this Python (jax is a test dependency); PyTorch in a venv of its own (tools/peer_venvs.py, about
-1 GB with TensorFlow beside it), in the extended tier."""
+1 GB with TensorFlow beside it), in the extended tier. The layer harness on JAX (4.5 minutes) is in the extended
+tier too: the whole models' outputs and training steps on JAX stay in `make test`."""
 
 import json
 import os
@@ -48,6 +49,7 @@ def checkpoints(tmp_path_factory):
     return directory
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_layer_harness_and_the_dropout_checks_pass(backend):
     done = on_backend(backend, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_layer_harness.py",
