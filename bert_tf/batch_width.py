@@ -1,6 +1,6 @@
 """The width a batch of token features is cut or padded to: its longest example's real tokens rounded up to a
 multiple of TRIM_MULTIPLE (at most T), or the smallest of a list of compiled widths that holds them. One rule for
-the trimmed training batches and the length-sorted inference batches (data/tasks/pipeline.py) and the in-graph
+the trimmed training batches and the length-sorted inference batches (data/tasks/) and the in-graph
 BertPacker (tokenization/in_graph.py), in Python integers or in TensorFlow ops."""
 
 import numpy as np

@@ -9,7 +9,7 @@
 `input_mask` (required: it says which tokens are real; padding ids may be anything) and `segment_ids`, int
 [N, T] or, several sequences per example, [N, C, T]; other entries (labels, ids) are left out.
 
-The batches (`data/tasks/pipeline.py`: `length_sorted_batches`): the examples sorted by their number of
+The batches (`data/tasks/batches.py`: `length_sorted_batches`): the examples sorted by their number of
 real tokens, `batch_size` at a time, each batch cut along T to a width that holds its longest example:
 - without XLA, that length rounded up to a multiple of 8; one traced function takes every shape;
 - with XLA (`use_xla`), the smallest of the widths 8, 16, 32, ... (8 times a power of two) and T that
@@ -38,7 +38,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_tf.batch_width import TRIM_MULTIPLE
-from bert_tf.data.tasks.pipeline import length_sorted_batches, num_examples
+from bert_tf.data.tasks.batches import length_sorted_batches, num_examples
 from bert_tf.feature_schema import INPUT_MASK
 from bert_tf.progress import Progress
 

@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, load_checkpoint
+from bert_tf.data.tasks import batches as in_memory
 from bert_tf.data.tasks import pipeline as finetuning_pipeline
 from bert_tf.modeling.tasks.classifier import BertClassifier
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
@@ -124,7 +125,7 @@ def test_trains_with_the_shared_loop(tiny_config, tmp_path):
         features, batch, True, seed=0, input_context=context), str(tmp_path), num_train_steps=3, steps_per_loop=3,
         save_checkpoints_steps=3)
     assert set(results) == {"loss", "classification_loss", "classification_accuracy"}
-    padded, count = finetuning_pipeline.pad_to_multiple(features, 4)
+    padded, count = in_memory.pad_to_multiple(features, 4)
     metrics = trainer.evaluate(finetuning_pipeline.make_dataset(padded, 4, False), num_steps=4)
     assert count == BATCH and metrics["global_step"] == 3
     restored = BertClassifier(tiny_config, num_labels=3)
@@ -147,7 +148,7 @@ def test_predict_in_length_sorted_trimmed_batches_equals_full_length(tiny_config
     tuner = FineTuner(tf.distribute.OneDeviceStrategy("/cpu:0"), lambda: make(tiny_config), FineTuningOptions(),
                       "unused")
     expected = tuner.model(features, training=False).numpy()
-    widths = [inputs["input_ids"].shape[-1] for _, inputs in finetuning_pipeline.length_sorted_batches(features, 8)]
+    widths = [inputs["input_ids"].shape[-1] for _, inputs in in_memory.length_sorted_batches(features, 8)]
     assert widths[-1] == shape[-1] and min(widths) < shape[-1] and all(w % 8 == 0 or w == shape[-1] for w in widths)
     got = tuner.predict(features, batch_size=8)
     assert got.shape == expected.shape

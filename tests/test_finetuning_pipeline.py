@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.data.tasks import batches as in_memory
 from bert_tf.data.tasks import grain_input
 from bert_tf.data.tasks import pipeline as finetuning_pipeline
 
@@ -29,12 +30,12 @@ def features(count, seq=3):
 
 
 def test_pad_to_multiple():
-    padded, count = finetuning_pipeline.pad_to_multiple(features(5), 4)
+    padded, count = in_memory.pad_to_multiple(features(5), 4)
     assert count == 5 and padded["input_ids"].shape == (8, 3)
     assert padded["is_real_example"].tolist() == [1] * 5 + [0] * 3 and padded["label_ids"][5:].tolist() == [0] * 3
     tags = {"label_ids": np.ones((3, 2), np.int32), "is_real_example": np.ones(3, np.int32)}
-    assert finetuning_pipeline.pad_to_multiple(tags, 2)[0]["label_ids"][3].tolist() == [-100, -100]
-    same, count = finetuning_pipeline.pad_to_multiple(features(4), 4)
+    assert in_memory.pad_to_multiple(tags, 2)[0]["label_ids"][3].tolist() == [-100, -100]
+    same, count = in_memory.pad_to_multiple(features(4), 4)
     assert count == 4 and len(same["input_ids"]) == 4
 
 
@@ -49,7 +50,7 @@ def test_eval_keeps_order_and_training_shards_and_repeats(kind):
     with pytest.raises(ValueError, match="3 training examples are fewer than one batch of 4"):
         input_batches(kind, features(3), 4, training=True, count=1)
     with pytest.raises(ValueError, match="different numbers of examples"):
-        finetuning_pipeline.num_examples({"a": np.zeros(2), "b": np.zeros(3)})
+        in_memory.num_examples({"a": np.zeros(2), "b": np.zeros(3)})
 
 
 @pytest.mark.parametrize("kind", INPUTS)
@@ -73,17 +74,17 @@ def test_length_sorted_batches_take_the_smallest_width_that_holds_their_longest(
     lengths = np.array([3, 20, 9, 5, 17, 2, 24])
     mask = (np.arange(24) < lengths[:, None]).astype(np.int32)
     features = {"input_ids": mask * 7, "input_mask": mask, "label_ids": np.arange(7, dtype=np.int32)}
-    trimmed = list(finetuning_pipeline.length_sorted_batches(features, 2))
+    trimmed = list(in_memory.length_sorted_batches(features, 2))
     assert [indexes.tolist() for indexes, _ in trimmed] == [[5, 0], [3, 2], [4, 1], [6]]  # shortest first
     assert [inputs["input_ids"].shape[1] for _, inputs in trimmed] == [8, 16, 24, 24]
     assert set(trimmed[0][1]) == {"input_ids", "input_mask"}  # the encoder inputs only
-    bucketed = list(finetuning_pipeline.length_sorted_batches(features, 2, widths=[4, 8, 16, 24]))
+    bucketed = list(in_memory.length_sorted_batches(features, 2, widths=[4, 8, 16, 24]))
     assert [inputs["input_mask"].shape[1] for _, inputs in bucketed] == [4, 16, 24, 24]
-    full = list(finetuning_pipeline.length_sorted_batches(features, 3, widths=[24]))
+    full = list(in_memory.length_sorted_batches(features, 3, widths=[24]))
     assert [inputs["input_mask"].shape[1] for _, inputs in full] == [24, 24, 24]
     with pytest.raises(ValueError, match=r"widths=\[8, 16\]: expected ascending widths, the last the full length 24"):
-        next(finetuning_pipeline.length_sorted_batches(features, 2, widths=[8, 16]))
-    assert not list(finetuning_pipeline.length_sorted_batches({k: v[:0] for k, v in features.items()}, 2))
+        next(in_memory.length_sorted_batches(features, 2, widths=[8, 16]))
+    assert not list(in_memory.length_sorted_batches({k: v[:0] for k, v in features.items()}, 2))
 
 
 def varied(count, seq=64, seed=0, choices=None):
@@ -177,11 +178,11 @@ def test_grain_input_resumes_at_the_same_batch_from_its_state(stop, group_by_len
 
 @pytest.mark.parametrize("kind", INPUTS)
 def test_widths_cut_each_batch_to_the_smallest_bucket_that_holds_it(kind):
-    assert finetuning_pipeline.bucket_widths(128) == [32, 64, 96, 128]
-    assert finetuning_pipeline.bucket_widths(384) == [96, 192, 288, 384]
-    assert finetuning_pipeline.bucket_widths(20) == [8, 16, 20]
+    assert in_memory.bucket_widths(128) == [32, 64, 96, 128]
+    assert in_memory.bucket_widths(384) == [96, 192, 288, 384]
+    assert in_memory.bucket_widths(20) == [8, 16, 20]
     data = varied(64, seq=128)
-    widths = finetuning_pipeline.bucket_widths(128)
+    widths = in_memory.bucket_widths(128)
     for batch in input_batches(kind, data, 4, True, 16, seed=1, trim_padding=True, group_by_length=True,
                                widths=widths):
         width, longest = batch["input_ids"].shape[1], batch["input_mask"].sum(1).max()

@@ -55,6 +55,38 @@ def test_pretraining_on_two_jax_devices_and_its_checkpoint_on_tensorflow(pretrai
 
 
 @pytest.mark.slow
+def test_pretraining_on_jax_without_tensorflow(pretraining_data, tmp_path):
+    """run_pretraining.py on JAX in a process where `import tensorflow` fails: the Grain input, the JAX steps, the
+    checkpoint bundles, the `checkpoint` index and the TensorBoard events all written without TensorFlow.
+    TensorFlow's own reader reads every variable of model.ckpt-6 and the events' losses; a rerun to 8 steps
+    resumes at step 6 from the state and input position it left."""
+    import tensorflow as tf
+
+    output_dir = str(tmp_path / "out")
+
+    def train(steps):
+        flags = [f"--{k}={v}" for k, v in base_args(pretraining_data, output_dir, num_train_steps=steps).items()]
+        done = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "helpers", "without_tensorflow.py"),
+                               "run_pretraining.py", *flags], cwd=ROOT, env={**os.environ, **JAX},
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stderr
+
+    output = train(6)
+    assert "; input grain" in output and "step 6/6" in output, output[-3000:]
+    reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(output_dir))
+    assert reader.get_variable_to_shape_map().keys() >= {"bert/embeddings/word_embeddings",
+                                                          "cls/predictions/output_bias"}
+    values = {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}  # CRC32Cs checked
+    assert all(np.isfinite(v).all() for v in values.values() if isinstance(v, np.ndarray) and v.dtype.kind == "f")
+    assert sorted(summary_losses(output_dir)) == [3, 6]
+    assert eval_results(output_dir)["global_step"] == 6
+    resumed = train(8)
+    assert re.search(r"Resumed from \S+training_state/ckpt-6 at step 6", resumed) and "step 8/8" in resumed, \
+        resumed[-3000:]
+
+
+@pytest.mark.slow
 @pytest.mark.extended
 def test_fifty_steps_give_the_tensorflow_loops_losses(tmp_path):
     """Dropout off, the same initial weights (a checkpoint) and the same batches (the records' tf.data reader,

@@ -1,12 +1,12 @@
 """tf.distribute strategies by name (on Keras's JAX backend the strategy is None: keras.distribution's devices,
-`devices.set_jax_devices`); what a run's replicas, workers and chief are is `devices.of(strategy)`'s.
+`devices.set_jax_devices`); what a run's replicas, workers and chief are is `devices.of(strategy)`'s. TensorFlow
+is imported by the functions that make a strategy, so that a JAX host without it imports this module.
 
 Multi-worker training reads the cluster from the `TF_CONFIG` environment variable, e.g. for two local workers
 `{"cluster": {"worker": ["127.0.0.1:12345", "127.0.0.1:12346"]}, "task": {"type": "worker", "index": 0}}`.
 """
 
 import keras
-import tensorflow as tf
 from absl import logging
 
 from bert_tf.training import devices
@@ -22,6 +22,8 @@ def create_strategy(name, num_gpus=None, tpu=None, tpu_zone=None, gcp_project=No
       it is unset), with all the GPUs of each worker.
     - tpu: `tpu` is the TPU name or grpc:// address (None: the TPU of this VM).
     """
+    import tensorflow as tf  # here: on JAX this module is imported for current_strategy alone
+
     # Physical, not logical, devices: listing logical ones starts the runtime, and a multi-worker strategy must
     # be created before that.
     gpus = [f"/gpu:{i}" for i in range(len(tf.config.list_physical_devices("GPU")))]
@@ -57,4 +59,6 @@ def current_strategy():
     JAX backend, whose devices are keras.distribution's (`devices.set_jax_devices`)."""
     if keras.backend.backend() == "jax":
         return None
+    import tensorflow as tf
+
     return tf.distribute.get_strategy() if tf.distribute.has_strategy() else create_strategy("one_device")

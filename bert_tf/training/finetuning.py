@@ -21,8 +21,9 @@ from absl import logging
 from bert_tf import checkpoint_paths, run_directory
 from bert_tf.batched_inference import BatchedInference
 from bert_tf.checkpoints import load_checkpoint
+from bert_tf.data.tasks.batches import bucket_widths, num_examples
 from bert_tf.data.tasks.grain_input import feature_batches
-from bert_tf.data.tasks.pipeline import bucket_widths, make_dataset, num_examples, without_autotune
+from bert_tf.data.tasks.pipeline import make_dataset, without_autotune
 from bert_tf.feature_schema import INPUT_IDS
 from bert_tf.training import devices, inputs, optimization, trainers
 from bert_tf.training.best_checkpoint import StopTraining

@@ -12,13 +12,12 @@ calling `pretrain` again with the same options resumes from the state a killed r
 
 import dataclasses
 
-import tensorflow as tf
 from absl import logging
 
 from bert_tf import atomic_io, checkpoint_paths, run_directory
 from bert_tf.checkpoints import check_fits, load_checkpoint, opened
 from bert_tf.config import BertConfig
-from bert_tf.data.pretraining import grain_input, pipeline
+from bert_tf.data.pretraining import grain_input, record_files
 from bert_tf.data.pretraining.masking import MaskingConfig
 from bert_tf.modeling.tasks.pretrainer import PRETRAINING_OBJECTIVES, BertPretrainer, with_perplexity
 from bert_tf.tokenization import load_vocab
@@ -157,11 +156,11 @@ def pretrain(options, strategy=None, config_name="the config"):
     if source is not None:
         check_fits(config, source, config_name)
     masking = _masking(options)
-    train_files = pipeline.expand_record_patterns(options.input_file)
-    eval_files = pipeline.expand_record_patterns(options.eval_input_file or options.input_file)
+    train_files = record_files.expand_record_patterns(options.input_file)
+    eval_files = record_files.expand_record_patterns(options.eval_input_file or options.input_file)
     checked = [train_files] + ([eval_files] if options.do_eval and eval_files != train_files else [])
     for files in checked:  # each file's framing walked once: the eval files are the training files by default
-        pipeline.check_records(files, options.max_seq_length, options.max_predictions_per_seq, config.vocab_size,
+        record_files.check_records(files, options.max_seq_length, options.max_predictions_per_seq, config.vocab_size,
                                masked=masking is None)
     where = devices.of(strategy)
     workers, replicas = where.num_workers, where.num_replicas
@@ -170,7 +169,9 @@ def pretrain(options, strategy=None, config_name="the config"):
     atomic_io.check_writable(options.output_dir)
 
     policy = precision.set_policy(options.mixed_precision, options.seed)
-    if options.deterministic:
+    if options.deterministic and where.backend == "tensorflow":  # JAX's CPU and GPU steps are deterministic
+        import tensorflow as tf
+
         tf.config.experimental.enable_op_determinism()
     use_xla = where.use_xla(options.use_xla)
     with where.scope():
@@ -199,6 +200,8 @@ def pretrain(options, strategy=None, config_name="the config"):
             return inputs.GrainInput(grain_input.pretraining_batches(
                 files, batch_size, *lengths, is_training, input_context, masking, options.seed, repeat=True),
                 seq_length=options.max_seq_length)
+        from bert_tf.data.pretraining import pipeline  # tf.data: TensorFlow's input
+
         dataset = pipeline.pretraining_dataset(files, batch_size, *lengths, is_training, input_context, masking,
                                                options.seed)
         return dataset if is_training else dataset.unbatch().repeat().batch(batch_size, drop_remainder=True)

@@ -10,9 +10,9 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data import record_framing
 from bert_tf.data.pretraining import records as tfrecord
 from bert_tf.data.pretraining.instances import PretrainingStats
+from bert_tf.data.pretraining.record_files import expand_record_patterns
 from bert_tf.feature_schema import (
     INPUT_IDS,
     INPUT_MASK,
@@ -24,64 +24,6 @@ from bert_tf.feature_schema import (
 )
 
 UNMASKED_FEATURES = INPUT_NAMES + (NEXT_SENTENCE_LABELS,)
-
-
-def expand_record_patterns(input_patterns):
-    """Comma-separated string or list of file names / glob patterns -> sorted-per-pattern list of files.
-
-    Raises:
-      ValueError: naming a pattern that matches no file.
-    """
-    if isinstance(input_patterns, str):
-        input_patterns = input_patterns.split(",")
-    files = []
-    for pattern in (p.strip() for p in input_patterns):
-        if pattern:
-            matches = sorted(tf.io.gfile.glob(pattern))
-            if not matches:
-                raise ValueError(f"input file pattern {pattern!r} matches no file")
-            files.extend(matches)
-    if not files:
-        raise ValueError("no input file given")
-    return files
-
-
-def check_records(files, max_seq_length, max_predictions_per_seq, vocab_size, masked):
-    """ValueError, before any training, if a local file of `files` is truncated or damaged (its framing is
-    walked: `record_framing.check_framing`; remote files, `scheme://...`, are left to TensorFlow's reader),
-    or if the first records of `files` do not fit the flags or the config: `input_ids` of another length
-    than max_seq_length, masked positions of another length than max_predictions_per_seq, masked records
-    where unmasked ones are expected (`masked=False`, dynamic masking) or the reverse, token ids >=
-    vocab_size, or not pretraining records at all."""
-    for path in files:
-        if "://" not in path:
-            record_framing.check_framing(path)
-    records = list(tf.data.TFRecordDataset(files[:1]).take(100).as_numpy_iterator())
-    if not records:
-        raise ValueError(f"{files[0]}: no records")
-    max_id = 0
-    for record in records:
-        features = tf.train.Example.FromString(record).features.feature
-        if INPUT_IDS not in features:
-            raise ValueError(f"{files[0]}: not pretraining records (features {sorted(features)})")
-        lengths = {INPUT_IDS: max_seq_length}
-        if masked:
-            lengths[MASKED_LM_POSITIONS] = max_predictions_per_seq
-        for name, expected in lengths.items():
-            if name not in features:
-                raise ValueError(f"{files[0]}: records have no {name}; they are unmasked records "
-                                 "(create_pretraining_data's dynamic_masking): pass dynamic_masking=True")
-            found = len(features[name].int64_list.value)
-            if found != expected:
-                flag = "max_seq_length" if name == INPUT_IDS else "max_predictions_per_seq"
-                raise ValueError(f"{files[0]}: records have {name} of length {found} but {flag}={expected}; "
-                                 "pass the value the data was created with")
-        if not masked and MASKED_LM_POSITIONS in features:
-            raise ValueError(f"{files[0]}: records are already masked; drop dynamic_masking")
-        max_id = max(max_id, max(features[INPUT_IDS].int64_list.value))
-    if max_id >= vocab_size:
-        raise ValueError(f"{files[0]}: token id {max_id} but the config's vocab_size={vocab_size}; the "
-                         "records were made with another vocab")
 
 
 def pretraining_dataset(input_patterns, batch_size, max_seq_length, max_predictions_per_seq, is_training,

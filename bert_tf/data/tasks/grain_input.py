@@ -18,7 +18,7 @@ import grain
 import numpy as np
 
 from bert_tf.batch_width import trimmed_width
-from bert_tf.data.tasks.pipeline import GROUP_MEGABATCHES, example_lengths, num_examples
+from bert_tf.data.tasks.batches import GROUP_MEGABATCHES, example_lengths, num_examples
 from bert_tf.feature_schema import INPUT_MASK, INPUT_NAMES, LABEL_IDS
 
 

@@ -1,43 +1,16 @@
 """tf.data pipelines for fine-tuning features held in memory (dicts of NumPy arrays with a leading example
-axis, as `convert_examples` / `convert_sentences` return them).
+axis, as `convert_examples` / `convert_sentences` return them); what they share with the Grain input and
+inference, in NumPy, is `batches.py`'s.
 
 The datasets yield feature dicts (labels included as `label_ids`): what the task models' `fit` and the
-distributed loop (`bert_tf.training.loop.Trainer`) both take. `length_sorted_batches` makes the batches of
-inference over such features (run by `bert_tf.batched_inference`).
+distributed loop (`bert_tf.training.loop.Trainer`) both take.
 """
 
-import numpy as np
 import tensorflow as tf
 
-from bert_tf.batch_width import TRIM_MULTIPLE, trimmed_width
-from bert_tf.feature_schema import IGNORE_LABEL, INPUT_MASK, INPUT_NAMES, LABEL_IDS
-
-# Length-grouped training batches are sorted within megabatches of this many batches (HuggingFace's
-# LengthGroupedSampler: 50).
-GROUP_MEGABATCHES = 50
-
-
-def num_examples(features):
-    """N, the length of the leading axis shared by every feature."""
-    lengths = {k: len(v) for k, v in features.items()}
-    if len(set(lengths.values())) != 1:
-        raise ValueError(f"features have different numbers of examples: {lengths}")
-    return next(iter(lengths.values()))
-
-
-def pad_to_multiple(features, multiple):
-    """Appends padding examples until N is a multiple of `multiple` (the original's PaddingInputExample, so
-    that evaluation and prediction see every example in fixed-size batches on any number of replicas):
-    zeros, `is_real_example` 0 and, for per-token labels, IGNORE_LABEL. Returns (features, N before)."""
-    count = num_examples(features)
-    extra = -count % multiple
-    if not extra:
-        return features, count
-    padded = {}
-    for key, values in features.items():
-        fill = IGNORE_LABEL if key == LABEL_IDS and values.ndim > 1 else 0
-        padded[key] = np.concatenate([values, np.full((extra,) + values.shape[1:], fill, values.dtype)])
-    return padded, count
+from bert_tf.batch_width import trimmed_width
+from bert_tf.data.tasks.batches import GROUP_MEGABATCHES, example_lengths, num_examples
+from bert_tf.feature_schema import INPUT_MASK, INPUT_NAMES, LABEL_IDS
 
 
 def make_dataset(features, batch_size, training, seed=None, input_context=None, trim_padding=False,
@@ -91,13 +64,6 @@ def without_autotune(dataset):
     return dataset.with_options(options)
 
 
-def example_lengths(features):
-    """int64 NumPy [N]: each example's real tokens (`input_mask`; several sequences per example, [N, C, T]: the
-    longest of them)."""
-    mask = features[INPUT_MASK]
-    return mask.reshape(len(mask), -1, mask.shape[-1]).sum(axis=-1).max(axis=-1).astype(np.int64)
-
-
 def length_grouped(features, batch_size, seed):
     """An endless dataset of batches (feature dicts, `batch_size` examples each) grouped by length, as
     HuggingFace's LengthGroupedSampler groups them: every epoch the examples are shuffled, cut into
@@ -129,13 +95,6 @@ def length_grouped(features, batch_size, seed):
         lambda indexes: {k: tf.gather(v, indexes) for k, v in tensors.items()}, num_parallel_calls=tf.data.AUTOTUNE)
 
 
-def bucket_widths(full, buckets=4):
-    """The widths a batch is cut to where every shape is compiled: `buckets` steps up to `full` (each a multiple
-    of TRIM_MULTIPLE), e.g. 128 -> [32, 64, 96, 128]."""
-    step = -(-full // (buckets * TRIM_MULTIPLE)) * TRIM_MULTIPLE
-    return sorted({min(full, step * i) for i in range(1, buckets + 1)})
-
-
 def trim_batch(batch, widths=None):
     """A batch of feature dicts with its per-token features (the encoder inputs; `label_ids` where it has their
     shape) cut to the longest example, rounded up to a multiple of TRIM_MULTIPLE or to the smallest of `widths`
@@ -148,27 +107,3 @@ def trim_batch(batch, widths=None):
     return {k: v[..., :width] if k in token_level else v for k, v in batch.items()}
 
 
-def length_sorted_batches(features, batch_size, widths=None):
-    """Yields (indexes [b], inputs) over all examples of `features`, shortest first, for inference.
-
-    `inputs` holds the encoder inputs (input_ids, input_mask, segment_ids, those of them in `features`, each
-    [N, ..., T]) of examples `indexes`, cut along the last axis to a width that holds their longest example's
-    real tokens (`input_mask`; several sequences per example, [N, C, T]: the longest of them): the smallest
-    of `widths` (ascending, the last of them T) that does, or, `widths=None`, that length rounded up to a
-    multiple of TRIM_MULTIPLE (at most T). Padding is masked out of attention, so each example's outputs at
-    its real positions are the same as with the full padding, while short texts no longer pay for T.
-    """
-    if batch_size < 1:
-        raise ValueError(f"batch_size={batch_size} must be >= 1")
-    count = num_examples(features)
-    if not count:
-        return
-    full = features[INPUT_MASK].shape[-1]
-    if widths is not None and (list(widths) != sorted(widths) or widths[-1] != full):
-        raise ValueError(f"widths={list(widths)}: expected ascending widths, the last the full length {full}")
-    lengths = example_lengths(features)
-    order = np.argsort(lengths, kind="stable")
-    for start in range(0, count, batch_size):
-        indexes = order[start:start + batch_size]
-        width = trimmed_width(int(lengths[indexes].max()), full, widths)
-        yield indexes, {k: features[k][indexes][..., :width] for k in INPUT_NAMES if k in features}
