@@ -25,12 +25,12 @@ CHECK_DEPS := $(PIP) check 2>&1 | grep -v -i -E '^(($(DATA_NAMES)) |No broken re
 	| sed 's/^/pip check: /' >&2
 
 install:
-	$(PIP_INSTALL) -e .
+	$(PIP_INSTALL) -e ".[tensorflow]"
 	$(INSTALL_DATA)
 	@$(CHECK_DEPS)
 
 install-test:
-	$(PIP_INSTALL) -e ".[test]"
+	$(PIP_INSTALL) -e ".[tensorflow,test]"
 	$(INSTALL_DATA)
 	@$(CHECK_DEPS)
 

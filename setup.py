@@ -17,9 +17,9 @@ setuptools.setup(
     entry_points={"console_scripts": [f"bert-tf-{name.replace('_', '-')} = bert_tf.cli.{name}:console"
                                       for name in COMMANDS]},
     python_requires=">=3.10",
+    # Without a backend: `pip install ".[tensorflow]"` (the README's install: TensorFlow's backend, tf.data, the
+    # SavedModel export) or `pip install ".[jax]"` (every command but the export, no TensorFlow: README, Backends).
     install_requires=[
-        "tensorflow>=2.20,<2.22",  # 2.20: tensorflow-tpu's newest (make test-tf2.20 runs the quick tier on it)
-        "tensorflow-text>=2.20,<2.22",
         "keras>=3.15,<4",
         "absl-py",
         "safetensors",
@@ -29,6 +29,11 @@ setuptools.setup(
         "tensorboardX>=2.6",  # TensorBoard summaries without TensorFlow (training/summaries.py)
     ],
     extras_require={
+        # 2.20: tensorflow-tpu's newest (make test-tf2.20 runs the quick tier on it)
+        "tensorflow": ["tensorflow>=2.20,<2.22", "tensorflow-text>=2.20,<2.22"],
+        # grain: the input without TensorFlow (bert_tf/training/inputs.py); a GPU or TPU host's own jax plugin
+        # (jax[cuda13], jax[tpu]) goes beside it
+        "jax": ["jax>=0.6", "grain>=0.2.18,<0.3"],
         "tfds": ["tensorflow-datasets"],
         # jieba: create_pretraining_data.py --chinese_word_segmenter=jieba; nltk: the CMRC 2018 evaluation
         "chinese": ["jieba==0.42.1", "nltk==3.9.1"],

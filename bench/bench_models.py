@@ -24,7 +24,7 @@ random weights, random ids (no padding, segments half 0 / half 1). Paths:
              only (the Trainer on TF, jax_step.TrainStep on JAX): the TF and JAX backends side by side
 
 bert_tf_jax and keras_hub_jax: the same two libraries with KERAS_BACKEND=jax, always XLA-compiled (jax.jit):
-inference the same forward pass (`jax_step.jitted_forward`: the weights as arguments of one jitted function);
+inference the same forward pass (`batched_inference.JaxForward`: the weights as arguments of one jitted function);
 training as each library trains on JAX: bert_tf's `BertPretrainer` through the JAX loop's own update
 (`jax_step.TrainStep`, what run_pretraining.py runs there) with AdamW, KerasHub's backbone + the same heads
 compiled with sparse cross-entropy (the MLM weights as sample weights), as `BertMaskedLM` compiles, one call of
@@ -218,10 +218,11 @@ def keras_hub_step(case, config, features):
 
 
 def bert_tf_jax_step(case, config, features):
-    """bert_tf on Keras's JAX backend: BertEncoder's forward pass (inference: `jax_step.jitted_forward`, what
+    """bert_tf on Keras's JAX backend: BertEncoder's forward pass (inference: `batched_inference.JaxForward`, what
     prediction runs on JAX) or one update of the JAX loop's own step (`jax_step.TrainStep`, what
-    run_pretraining.py runs there) with the AdamW of run_pretraining.py, gradients clipped to global norm 1.0.
-    Each call waits for its result on the device."""
+    run_pretraining.py runs there) with the AdamW of run_pretraining.py, gradients clipped to global norm 1.0;
+    `case["fused_attention"]` (bench/gpu_jobs.py): the encoder's attention fused (`use_fused_attention`). Each
+    call waits for its result on the device."""
     import jax
 
     from bert_tf.feature_schema import INPUT_NAMES
@@ -231,7 +232,9 @@ def bert_tf_jax_step(case, config, features):
     set_policy(case)
     if case["task"] == "inference":
         return jax_forward(BertEncoder(config), {k: features[k] for k in INPUT_NAMES})
-    step = TrainStep(training_model(case, config), optimization.create_optimizer("adamw", 1e-4, 10_000, 100))
+    model = training_model(case, config)
+    model.encoder.use_fused_attention(case.get("fused_attention", False))
+    step = TrainStep(model, optimization.create_optimizer("adamw", 1e-4, 10_000, 100))
     batch, state = jax.device_put(features), {"values": step.values()}
 
     def call():
@@ -242,14 +245,14 @@ def bert_tf_jax_step(case, config, features):
 
 def jax_forward(model, inputs):
     """A callable running `model`'s forward pass (no dropout) on `inputs` on the JAX device
-    (`jax_step.jitted_forward`: the weights as arguments of one jax.jit function), waiting for its outputs."""
+    (`batched_inference.JaxForward`: the weights as arguments of one jax.jit function), waiting for its outputs."""
     import jax
 
-    from bert_tf.training.jax_step import jitted_forward
+    from bert_tf.batched_inference import JaxForward
     inputs = jax.device_put(inputs)
     model(inputs)  # builds
-    forward = jitted_forward(model)
-    return lambda: jax.block_until_ready(forward(inputs))
+    forward = JaxForward(lambda batch: model(batch, training=False), model.variables)
+    return lambda: jax.block_until_ready(forward.outputs(inputs))
 
 
 def keras_hub_jax_step(case, config, features):

@@ -1,8 +1,8 @@
 """bert_tf: a faithful TensorFlow 2 / Keras 3 port of BERT (Devlin et al. 2019).
 
-Commands (installed by `pip install .`; `--help` lists each one's flags; in a checkout also the original
-`python run_classifier.py ...` command lines), with the guide (in the repository's docs/) that shows each
-at work:
+Commands (installed by `pip install ".[tensorflow]"`, or `".[jax]"` for a JAX host without TensorFlow; `--help`
+lists each one's flags; in a checkout also the original `python run_classifier.py ...` command lines), with the
+guide (in the repository's docs/) that shows each at work:
 
     bert-tf-prepare-corpus, bert-tf-build-vocab, bert-tf-create-pretraining-data   docs/pretraining_data.md
     bert-tf-run-pretraining                                                        docs/pretraining.md

@@ -2,7 +2,8 @@
 (`FineTuner.predict`, run_squad.py's too), sentence embeddings (`SentenceEncoder`) and feature extraction
 (`FeatureExtractor`).
 
-    inference = BatchedInference(lambda inputs: model(inputs, training=False), use_xla, strategy)
+    inference = BatchedInference(lambda inputs: model(inputs, training=False), use_xla, strategy,
+                                 variables=model.variables)
     logits = inference.predict(features, batch_size=32, description="prediction")   # [N, ...], in order
 
 `features` is a dict of NumPy arrays with a leading example axis: the encoder inputs `input_ids`,
@@ -24,17 +25,18 @@ Outputs: `forward`'s, any nesting of tensors [b, ...], come back as NumPy arrays
 order. A per-token output, one with an axis that follows the inputs' width (e.g. [b, w, labels], [b, w]
 start logits), is padded with zeros back to T.
 
-On a tf.distribute strategy with several replicas in this process (MirroredStrategy, a TPU), each batch is
-split among them (its rows filled up to a multiple of the replicas, as above); otherwise (one replica, or a
-multi-worker strategy, whose other workers take no part) the batch runs on this process's default device,
-reading the strategy's variables. Progress: the examples done, their rate and an ETA (`bert_tf.progress`).
+How a batch runs is its backend's: on TensorFlow a tf.function (`tf_inference.TfForward`: on a tf.distribute
+strategy with several replicas in this process, MirroredStrategy or a TPU, each batch is split among them, its
+rows filled up to a multiple of the replicas as above; otherwise, one replica or a multi-worker strategy whose
+other workers take no part, on this process's default device, reading the strategy's variables); on Keras's JAX
+backend a jax.jit function of the variables' values and the batch (`JaxForward`: always compiled, so always
+bucketed widths; no TensorFlow). Progress: the examples done, their rate and an ETA (`bert_tf.progress`).
 """
 
 import contextlib
 
 import keras
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
 from bert_tf.batch_width import TRIM_MULTIPLE
@@ -53,28 +55,69 @@ def xla_widths(full):
     return widths + [full]
 
 
+class JaxForward:
+    """`forward` (a function of a batch, reading the Keras `variables`) as one jax.jit function of the variables'
+    values and the batch, called with their current values: NumPy batch -> outputs (NumPy, forward's nesting).
+    The weights are arguments, not constants baked into the program; one compilation per input shape."""
+
+    replicas = 1
+
+    def __init__(self, forward, variables):
+        import jax
+
+        self.variables = list(variables)
+
+        def stateless(values, inputs):
+            with keras.StatelessScope(state_mapping=list(zip(self.variables, values))):
+                return forward(inputs)
+
+        self._stateless, self._compiled = stateless, jax.jit(stateless)
+
+    def outputs(self, inputs):
+        """`forward`'s outputs of `inputs` as JAX arrays on the device (dispatched, not waited for)."""
+        return self._compiled([v.value for v in self.variables], inputs)
+
+    def __call__(self, inputs):
+        return keras.tree.map_structure(np.asarray, self.outputs(inputs))
+
+    def width_axes(self, inputs):
+        """Per output (flattened), the axis whose size follows the inputs' width, or None: the axis whose size
+        differs between the widths 2 and 3 (shapes only, nothing computed). An axis that follows neither (e.g. a
+        pair embedder's [N, 2, H]) is not one."""
+        import jax
+
+        shapes = []
+        for width in (2, 3):  # a batch of one: JAX shapes are static
+            fixed = {k: jax.ShapeDtypeStruct([1, *v.shape[1:-1], width], v.dtype) for k, v in inputs.items()}
+            values = [jax.ShapeDtypeStruct(v.shape, v.dtype) for v in self.variables]
+            shapes.append([t.shape for t in keras.tree.flatten(jax.eval_shape(self._stateless, values, fixed))])
+        return [next((axis for axis in range(1, len(a)) if a[axis] != b[axis]), None) for a, b in zip(*shapes)]
+
+
 class BatchedInference:
     """Runs `forward` over many examples, as the module docstring says.
 
     forward: a function of one batch, a dict of int tensors [b, ..., w] (the encoder inputs of the features),
-      to a tensor or a nesting of tensors [b, ...]; it is traced once, inside a tf.function. On Keras's JAX
-      backend (strategy None), a compiled function of NumPy inputs (`jax_step.jitted_forward`), run as it is
-      on bucketed widths (`use_xla` must be on).
-    use_xla: compile it with XLA (bucketed widths, full batches). strategy: the tf.distribute strategy whose
-      variables `forward` reads, or None. trim: cut batches to their longest example (False: full width).
+      to a tensor or a nesting of tensors [b, ...]; traced once (TensorFlow: inside a tf.function; JAX: jax.jit).
+    use_xla: compile it with XLA (bucketed widths, full batches); always on JAX. strategy: the tf.distribute
+      strategy whose variables `forward` reads, or None. trim: cut batches to their longest example (False:
+      full width). variables: the Keras variables that `forward` reads (JAX: the compiled function's arguments;
+      required there).
     """
 
-    def __init__(self, forward, use_xla=False, strategy=None, trim=True):
-        self.forward, self.use_xla, self.strategy, self.trim = forward, use_xla, strategy, trim
+    def __init__(self, forward, use_xla=False, strategy=None, trim=True, variables=None):
         self.on_jax = keras.backend.backend() == "jax"
-        if self.on_jax and not use_xla:
-            raise ValueError("on JAX, BatchedInference runs compiled functions: use_xla=True (bucketed widths)")
-        several = strategy is not None and strategy.num_replicas_in_sync > 1  # (the default strategy: one)
-        local = several and strategy.num_replicas_in_sync == len(strategy.extended.worker_devices)
-        self.replicas = strategy.num_replicas_in_sync if local else 1
-        self._function = None  # built for the first batch's input structure (see _build)
+        if self.on_jax:
+            if variables is None:
+                raise ValueError("on JAX, BatchedInference needs the variables that forward reads (variables=)")
+            self.function = JaxForward(forward, variables)
+        else:
+            from bert_tf.tf_inference import TfForward
+
+            self.function = TfForward(forward, use_xla, strategy)
+        self.use_xla, self.trim = use_xla or self.on_jax, trim
         self._token_axes = None  # trimmed batches: per flattened output, the axis of its width (or None)
-        self._described = False
+        self._built = self._described = False
 
     def predict(self, features, batch_size, description=None, unit="examples"):
         """The outputs (NumPy, `forward`'s nesting, each [N, ...]) of every example of `features`, in order;
@@ -84,7 +127,7 @@ class BatchedInference:
         outputs = None
         with Progress(description, count, unit) if description else contextlib.nullcontext() as progress:
             for indexes, batch in self.batches(features, batch_size, progress, description):
-                flat = tf.nest.flatten(batch)
+                flat = keras.tree.flatten(batch)
                 if self._token_axes is not None:
                     flat = [self._full_width(value, axis, full) for value, axis in zip(flat, self._token_axes)]
                 if outputs is None:
@@ -92,7 +135,7 @@ class BatchedInference:
                     outputs = [np.zeros((count,) + value.shape[1:], value.dtype) for value in flat]
                 for output, value in zip(outputs, flat):
                     output[indexes] = value
-        return None if outputs is None else tf.nest.pack_sequence_as(structure, outputs)
+        return None if outputs is None else keras.tree.pack_sequence_as(structure, outputs)
 
     def batches(self, features, batch_size, progress=None, description=None):
         """Yields (indexes int [b], outputs) batch by batch, shortest examples first: `outputs` are `forward`'s
@@ -100,68 +143,21 @@ class BatchedInference:
         `progress`: a Progress that advances by b after each batch; `description`: the job, in the log line."""
         full = features[INPUT_MASK].shape[-1]
         widths = None if self.trim and not self.use_xla else xla_widths(full) if self.trim else [full]
+        replicas = self.function.replicas
         for indexes, inputs in length_sorted_batches(features, batch_size, widths):
-            if self._function is None:
-                self._build(inputs)
+            if not self._built:
+                # Full-width batches (trim=False) need no padding back: their outputs stay as they come.
+                self._token_axes = self.function.width_axes(inputs) if self.trim else None
+                self._built = True
                 self._describe(description, batch_size, widths)
             rows = len(indexes)
-            target = -(-(batch_size if self.use_xla else rows) // self.replicas) * self.replicas
+            target = -(-(batch_size if self.use_xla else rows) // replicas) * replicas
             if target > rows:  # filled with copies of the first example (a real one: any model takes it)
                 inputs = {k: np.concatenate([v, np.repeat(v[:1], target - rows, axis=0)]) for k, v in inputs.items()}
-            outputs = tf.nest.map_structure(lambda value, rows=rows: value[:rows], self._run(inputs))
+            outputs = keras.tree.map_structure(lambda value, rows=rows: value[:rows], self.function(inputs))
             yield indexes, outputs
             if progress is not None:
                 progress.advance(rows)
-
-    def _build(self, inputs):
-        """The traced function of `inputs`' structure ([None, ..., None]: any rows, any width), and which
-        axis of each output follows the width."""
-        spec = {k: tf.TensorSpec([None, *v.shape[1:-1], None], tf.as_dtype(v.dtype)) for k, v in inputs.items()}
-        # Full-width batches (trim=False) need no padding back: their outputs stay as they come.
-        self._token_axes = None
-        if self.on_jax:
-            self._token_axes = self._width_axes(spec) if self.trim else None
-            self._function = self.forward
-            return
-        function = tf.function(self.forward, input_signature=[spec], jit_compile=self.use_xla)
-        if self.trim:  # the trace every batch runs (any rows, any width), against one at a fixed width
-            self._token_axes = self._width_axes(spec, function.get_concrete_function().structured_outputs)
-        if self.replicas == 1:
-            self._function = function
-        else:
-            strategy = self.strategy
-            self._function = tf.function(lambda values: strategy.run(lambda inputs: function(inputs), args=(values,)),
-                                         reduce_retracing=True)
-
-    def _run(self, inputs):
-        """`forward` of one batch (NumPy in and out), split among the replicas when there are several."""
-        if self.replicas == 1:
-            return tf.nest.map_structure(np.asarray, self._function(inputs))
-        parts = {k: np.split(v, self.replicas) for k, v in inputs.items()}
-        values = self.strategy.experimental_distribute_values_from_function(
-            lambda context: {k: tf.constant(v[context.replica_id_in_sync_group]) for k, v in parts.items()})
-        results = self.strategy.experimental_local_results(self._function(values))
-        return tf.nest.map_structure(lambda *ts: np.concatenate([t.numpy() for t in ts]), *results)
-
-    def _width_axes(self, spec, any_width=None):
-        """Per output of `forward`, the axis that follows the inputs' width, or None. TensorFlow: the axis
-        unknown in `any_width` (the outputs traced at any width) and known in a trace at the width 2; JAX: the
-        axis whose size differs between the widths 2 and 3 (shapes only, nothing computed). An axis unknown in
-        both (e.g. a pair embedder's [N, 2, H]) is not one."""
-        if not self.on_jax:
-            fixed = {k: tf.TensorSpec([*v.shape[:-1], 2], v.dtype) for k, v in spec.items()}
-            traced = tf.function(self.forward).get_concrete_function(fixed).structured_outputs
-            return [next((axis for axis in range(1, a.rank or 0) if a[axis] is None and b[axis] is not None), None)
-                    for a, b in zip((t.shape for t in tf.nest.flatten(any_width)),
-                                    (t.shape for t in tf.nest.flatten(traced)))]
-        import jax
-
-        shapes = []
-        for width in (2, 3):  # a batch of one: JAX shapes are static
-            fixed = {k: jax.ShapeDtypeStruct([1, *v.shape[1:-1], width], v.dtype.as_numpy_dtype)
-                     for k, v in spec.items()}
-            shapes.append([t.shape for t in tf.nest.flatten(jax.eval_shape(self.forward, fixed))])
-        return [next((axis for axis in range(1, len(a)) if a[axis] != b[axis]), None) for a, b in zip(*shapes)]
 
     @staticmethod
     def _full_width(value, axis, full):
@@ -184,9 +180,9 @@ class BatchedInference:
         else:
             how = f"each cut to its longest example rounded up to a multiple of {TRIM_MULTIPLE}"
         if self.use_xla:
-            how += f", filled up to {batch_size} rows (XLA: one program per width)"
+            how += f", filled up to {batch_size} rows ({'jax.jit' if self.on_jax else 'XLA'}: one program per width)"
         else:
             how += " (no XLA: one traced function for every width)"
-        if self.replicas > 1:
-            how += f", split among {self.replicas} replicas"
+        if self.function.replicas > 1:
+            how += f", split among {self.function.replicas} replicas"
         logging.info("%s: batches of %d sorted by length, %s", description or "Inference", batch_size, how)

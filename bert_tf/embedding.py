@@ -12,12 +12,13 @@ import json
 import os
 
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from bert_tf import atomic_io
 from bert_tf.batched_inference import BatchedInference
 from bert_tf.data.text_lines import read_lines
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
+from bert_tf.modeling.layers.packed_tokens import packing_possible
 
 OUTPUT_SUFFIXES = (".npy", ".jsonl")
 
@@ -41,18 +42,20 @@ def read_texts(path):
 
 class SentenceEncoder:
     """Embeds texts with a BertSentenceEmbedder: FullTokenizer word pieces, `[CLS] text [SEP]` truncated to
-    `max_seq_length` tokens (as sentence-transformers truncates), run by one `BatchedInference` (one traced
-    function for every batch shape; the embedder skips the padding inside a batch, so no XLA)."""
+    `max_seq_length` tokens (as sentence-transformers truncates), run by one `BatchedInference` (TensorFlow: one
+    traced function for every batch shape, the embedder skipping the padding inside a batch, so no XLA; JAX:
+    compiled, bucketed widths)."""
 
     def __init__(self, embedder, tokenizer, max_seq_length):
         embedder.config.check_seq_length(max_seq_length)
         self.embedder, self.tokenizer, self.max_seq_length = embedder, tokenizer, max_seq_length
-        self._inference = BatchedInference(self._embed)
+        self._inference = BatchedInference(self._embed, variables=embedder.variables)
 
     def _embed(self, inputs):
         """{input_ids, input_mask: int32 [B, T]} -> float32 [B, H]."""
-        inputs = {**inputs, SEGMENT_IDS: tf.zeros_like(inputs[INPUT_IDS])}
-        return tf.cast(self.embedder(inputs, training=False, skip_padding=True), tf.float32)
+        inputs = {**inputs, SEGMENT_IDS: ops.zeros_like(inputs[INPUT_IDS])}
+        skip_padding = packing_possible(inputs[INPUT_MASK])
+        return ops.cast(self.embedder(inputs, training=False, skip_padding=skip_padding), "float32")
 
     def token_ids(self, text):
         """The ids of `[CLS] text [SEP]`, the text's pieces truncated to max_seq_length - 2."""

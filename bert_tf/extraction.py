@@ -10,7 +10,7 @@ import json
 import re
 
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from bert_tf import atomic_io
 from bert_tf.batched_inference import BatchedInference
@@ -69,12 +69,12 @@ class FeatureExtractor:
         self.encoder, self.tokenizer = encoder, tokenizer
         self.max_seq_length, self.batch_size = max_seq_length, batch_size
         self.layers = resolve_layers(",".join(map(str, layers)), encoder.config.num_hidden_layers)
-        self._inference = BatchedInference(self._layer_outputs)
+        self._inference = BatchedInference(self._layer_outputs, variables=encoder.variables)
 
     def _layer_outputs(self, inputs):
         """{input_ids, input_mask, segment_ids: int32 [B, T]} -> one float32 [B, T, H] per layer (a tuple)."""
         outputs = self.encoder(inputs, training=False)
-        return tuple(tf.cast(outputs[ENCODER_OUTPUTS][i], tf.float32) for i in self.layers)
+        return tuple(ops.cast(outputs[ENCODER_OUTPUTS][i], "float32") for i in self.layers)
 
     def extract(self, examples):
         """InputExamples -> list of (unique_id, tokens, float32 [len(layers), len(tokens), H]), in their order."""

@@ -8,6 +8,7 @@ tier too: the whole models' outputs and training steps on JAX stay in `make test
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -134,7 +135,7 @@ def test_a_python_without_tensorflow_loads_minilm_and_gives_tensorflows_outputs(
     from bert_tf import BertEncoder, load_checkpoint, save_checkpoint
     from bert_tf.checkpoints import config_of
     from tests.helpers.backend_outputs import text_inputs
-    from tools.peer_venvs import jax_without_tensorflow_python
+    from tools.peer_venvs import jax_host_python
     from tools.pypi_data import minilm_dir
 
     inputs = text_inputs()
@@ -144,7 +145,7 @@ def test_a_python_without_tensorflow_loads_minilm_and_gives_tensorflows_outputs(
     load_checkpoint(encoder, minilm_dir())
     save_checkpoint(encoder, str(tmp_path / "saved" / "model.ckpt"), encoder.config)
     expected = encoder(inputs)["pooled_output"].numpy()
-    done = subprocess.run([jax_without_tensorflow_python(), "-c", NO_TENSORFLOW_SCRIPT, ROOT, minilm_dir(),
+    done = subprocess.run([jax_host_python(), "-c", NO_TENSORFLOW_SCRIPT, ROOT, minilm_dir(),
                            str(tmp_path / "saved" / "model.ckpt"), str(tmp_path / "inputs.npz"),
                            str(tmp_path / "pooled.npz")], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -155,20 +156,29 @@ def test_a_python_without_tensorflow_loads_minilm_and_gives_tensorflows_outputs(
 
 
 def test_a_command_on_a_python_without_tensorflow_says_what_to_install_in_one_line():
-    """A TensorFlow command (run_classifier.py) on the JAX venv without TensorFlow ends with one `Error:` line
-    naming the package and the pip command, exit status 1, no traceback; a pure-Python command
-    (evaluate_squad) still runs there."""
-    from tools.peer_venvs import jax_without_tensorflow_python
+    """On the JAX host (`pip install ".[jax]"`, no TensorFlow): pip's own view has no TensorFlow package and no
+    broken requirement; the training commands start (run_classifier.py --help); the one that is TensorFlow's
+    (export_model.py) ends with one `Error:` line naming the package and the pip command, exit status 1, no
+    traceback."""
+    from tools.peer_venvs import jax_host_python
 
-    python = jax_without_tensorflow_python()
-    env = dict(os.environ, PYTHONPATH=ROOT, KERAS_BACKEND="jax")
+    python = jax_host_python()
+    listed = subprocess.run([python, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
+                            timeout=300, check=True).stdout
+    names = {re.sub(r"[-_.]+", "-", line.split("==")[0]).lower() for line in listed.splitlines()}
+    assert not {name for name in names if name.startswith("tensorflow") or name.startswith("tf-")}, listed
+    assert {"bert-tf", "jax", "keras", "grain", "tensorboardx", "google-crc32c"} <= names, listed
+    checked = subprocess.run([python, "-m", "pip", "check"], capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stdout
+    env = dict(os.environ, KERAS_BACKEND="jax")
     env.pop("BERT_TF_TRACEBACK", None)
     done = subprocess.run([python, os.path.join(ROOT, "run_classifier.py"), "--help"], capture_output=True,
                           text=True, timeout=300, env=env)
+    assert done.returncode == 0 and "--task_name" in done.stdout, done.stderr[-3000:]
+    done = subprocess.run([python, os.path.join(ROOT, "export_model.py"), "--help"], capture_output=True,
+                          text=True, timeout=300, env=env)
     assert done.returncode == 1, done.stderr[-3000:]
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: run_classifier.py needs tensorflow, "), done.stderr
-    assert "pip install tensorflow tensorflow-text" in lines[0]
-    done = subprocess.run([python, "-m", "bert_tf.cli.evaluate_squad", "--help"], capture_output=True, text=True,
-                          timeout=300, env=env)
-    assert done.returncode == 0 and "--na-prob-file" in done.stdout, done.stderr[-3000:]
+    assert len(lines) == 1 and lines[0].startswith("Error: export_model.py needs tensorflow, "), done.stderr
+    assert "pip install tensorflow tensorflow-text" in lines[0] and 'pip install ".[jax]"' in lines[0]
+

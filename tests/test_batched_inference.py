@@ -42,11 +42,25 @@ def features_of(config, count=37, seq=40, seed=3):
     return features
 
 
+class _Recorded:
+    """A forward function (tf_inference.TfForward, batched_inference.JaxForward) that records each batch's shape."""
+
+    def __init__(self, forward, shapes):
+        self.forward, self.shapes, self.replicas = forward, shapes, forward.replicas
+
+    def width_axes(self, inputs):
+        return self.forward.width_axes(inputs)
+
+    def __call__(self, inputs):
+        self.shapes.append(inputs["input_ids"].shape)
+        return self.forward(inputs)
+
+
 def recorded(inference, monkeypatch):
     """The list that fills with the (rows, width) of every batch `inference` runs."""
     shapes = []
-    run = inference._run
-    monkeypatch.setattr(inference, "_run", lambda inputs: shapes.append(inputs["input_ids"].shape) or run(inputs))
+    run = inference.function
+    monkeypatch.setattr(inference, "function", _Recorded(run, shapes))
     return shapes
 
 
@@ -95,7 +109,7 @@ def test_several_sequences_per_example(tiny_config, strategy):
     features = {k: v.reshape(9, 3, 24) for k, v in random_inputs(tiny_config, 27, 24, seed=4).items()}
     features["input_mask"][0, 1] = 1
     inference = BatchedInference(lambda inputs: model(inputs, training=False), strategy=strategy)
-    assert inference.replicas == 1
+    assert inference.function.replicas == 1
     np.testing.assert_allclose(inference.predict(features, batch_size=4), model(features, training=False),
                                atol=TOLERANCE)
 

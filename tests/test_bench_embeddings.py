@@ -1,36 +1,19 @@
 """bench/bench_embeddings.py: its dry run end to end (bert_tf in-process and SavedModel: no peers' venv, nothing
 appended to bench/RESULTS.md) and the helpers behind its check (texts, order, cosines). No timing is asserted."""
 
-import hashlib
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from bench import bench_embeddings
-from bench.results import RESULTS_FILE
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def digest(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+from tests.helpers.bench_runs import dry_run
 
 
 @pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.extended
 def test_dry_run_embeds_with_every_implementation_asked_for_and_appends_nothing(tmp_path):
-    before = digest(RESULTS_FILE)
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "bench_embeddings.py"), "--dry_run",
-                             f"--work_dir={tmp_path}"], capture_output=True, text=True, timeout=600,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = result.stdout
-    assert "(dry run: not a measurement)" in out and "--work_dir=$WORK_DIR" in out
+    out = dry_run("bench_embeddings.py", tmp_path)
     for name in ("bert_tf", "bert_tf_savedmodel"):
         label = bench_embeddings.IMPLEMENTATIONS[name][2]
         rows = [line for line in out.splitlines() if line.startswith(f"| {label} | 8 |")]
@@ -39,7 +22,6 @@ def test_dry_run_embeds_with_every_implementation_asked_for_and_appends_nothing(
         assert float(cells[2]) > 0 and float(cells[3]) > 0, rows[0]  # sentences/s, median and best
         assert float(cells[4]) > 0.9999, rows[0]  # min cosine vs sentence-transformers float32 (the fixture)
         assert cells[6] == "1", rows[0]
-    assert digest(RESULTS_FILE) == before
 
 
 def test_sotu_sentences_are_the_first_of_three_words_or_more():

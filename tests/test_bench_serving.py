@@ -4,29 +4,19 @@ of exactly the sequence length, the ids checked; the error line of a failed expo
 No timing is asserted."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from bench import bench_serving
-from bench.results import RESULTS_FILE
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.helpers.bench_runs import dry_run
 
 
 @pytest.mark.slow
 @pytest.mark.subprocess
 @pytest.mark.extended
 def test_dry_run_measures_both_signatures_and_appends_nothing(tmp_path):
-    before = os.path.getsize(RESULTS_FILE)
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "bench_serving.py"), "--dry_run",
-                             f"--work_dir={tmp_path}"], capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-    assert result.returncode == 0, result.stderr[-3000:]
-    out = result.stdout
-    assert "(dry run: not a measurement)" in out and "--work_dir=$WORK_DIR" in out
+    out = dry_run("bench_serving.py", tmp_path, timeout=300)
     for batch in (1, 2):
         for shown in ("ids (serving_default)", "text (serve_text)"):
             rows = [line for line in out.splitlines()
@@ -36,7 +26,6 @@ def test_dry_run_measures_both_signatures_and_appends_nothing(tmp_path):
             assert float(cells[4]) > 0 and float(cells[6]) > 0, rows[0]  # p50 ms, examples/s
             assert float(cells[8]) == 0.0, rows[0]  # the same model on the same ids as the reference
             assert cells[9] == "1 (3)", rows[0]
-    assert os.path.getsize(RESULTS_FILE) == before
 
 
 def test_random_model_gives_hf_the_same_weights(tmp_path, minilm_dir):

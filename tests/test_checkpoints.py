@@ -41,6 +41,31 @@ def test_huggingface_report(minilm_dir, minilm_config):
     assert "103 mapped, 1 ignored, 0 missing" in str(report)
 
 
+def test_a_bfloat16_huggingface_directory_loads_its_weights_exactly(tmp_path, minilm_dir, minilm_config, hf_encoder):
+    """Many HF models ship bfloat16 safetensors, which safetensors' NumPy reader refuses: they load as float32
+    holding exactly the bfloat16 values (every weight: the float32 model's weights rounded to bfloat16)."""
+    import shutil
+
+    import ml_dtypes
+    from safetensors.numpy import load_file, save_file
+
+    weights = load_file(f"{minilm_dir}/model.safetensors")
+    rounded = {k: v.astype(ml_dtypes.bfloat16) if v.dtype == np.float32 else v for k, v in weights.items()}
+    save_file(rounded, str(tmp_path / "model.safetensors"))
+    shutil.copy(f"{minilm_dir}/config.json", tmp_path)
+    source = open_checkpoint(str(tmp_path))
+    reference = open_checkpoint(minilm_dir)
+    assert sorted(source.shapes) == sorted(reference.shapes)
+    for name in reference.shapes:
+        value = source.read(name)
+        assert value.dtype == np.float32, name
+        np.testing.assert_array_equal(value, reference.read(name).astype(ml_dtypes.bfloat16).astype(np.float32),
+                                      err_msg=name)
+    encoder = BertEncoder(minilm_config)
+    load_checkpoint(encoder, str(tmp_path))
+    assert np.abs(output(encoder) - output(hf_encoder)).max() < 0.1  # the same model, its weights rounded
+
+
 def test_google_checkpoint_ignores_optimizer_state(google_minilm, minilm_config, hf_encoder):
     encoder = BertEncoder(minilm_config)
     report = load_checkpoint(encoder, f"{google_minilm}/bert_model.ckpt")

@@ -71,6 +71,24 @@ def test_values_agree_with_the_encoder(extracted, lines, minilm_dir):
     assert worst <= 1e-5, worst
 
 
+@pytest.mark.slow
+@pytest.mark.extended
+def test_on_jax_without_tensorflow_the_same_values(extracted, lines, google_minilm, tmp_path):
+    """The same command on Keras's JAX backend, TensorFlow unimportable: the same tokens, and every value within
+    1e-5 of the TensorFlow backend's (its batches compiled at bucketed widths)."""
+    (tmp_path / "input.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = run_script(*readme_flags(google_minilm, tmp_path / "input.txt", tmp_path / "output.jsonl"), backend="jax")
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "output.jsonl", encoding="utf-8") as f:
+        on_jax = [json.loads(line) for line in f]
+    assert [[f["token"] for f in r["features"]] for r in on_jax] == [[f["token"] for f in r["features"]]
+                                                                     for r in extracted]
+    worst = max(np.abs(np.array([layer["values"] for f in a["features"] for layer in f["layers"]]) -
+                       np.array([layer["values"] for f in b["features"] for layer in f["layers"]])).max()
+                for a, b in zip(on_jax, extracted))
+    assert worst <= 1e-5, worst
+
+
 def write(path, text):
     path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
     return path

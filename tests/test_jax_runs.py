@@ -10,11 +10,10 @@ import sys
 import numpy as np
 import pytest
 
-from tests.helpers import finetuning_scripts, pretraining_records
+from tests.helpers import finetuning_scripts, pretraining_records, without_tensorflow
 from tests.helpers.configs import script_config, write_config
 from tests.helpers.pretraining_script import ROOT, base_args, run
 from tests.helpers.training import summary_losses
-from tools import make_finetuning_data
 
 pytestmark = pytest.mark.subprocess
 
@@ -66,9 +65,8 @@ def test_pretraining_on_jax_without_tensorflow(pretraining_data, tmp_path):
 
     def train(steps):
         flags = [f"--{k}={v}" for k, v in base_args(pretraining_data, output_dir, num_train_steps=steps).items()]
-        done = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "helpers", "without_tensorflow.py"),
-                               "run_pretraining.py", *flags], cwd=ROOT, env={**os.environ, **JAX},
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run([*without_tensorflow.command("run_pretraining.py"), *flags], cwd=ROOT,
+                              env={**os.environ, **JAX}, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stderr
 
@@ -115,21 +113,18 @@ def test_fifty_steps_give_the_tensorflow_loops_losses(tmp_path):
 
 @pytest.mark.slow
 def test_fine_tuning_on_two_jax_devices_and_its_checkpoint_on_tensorflow(tiny_model_dir, tmp_path):
-    """run_classifier.py on JAX over 2 host devices, Rotten Tomatoes snippets (SST-2 layout): trains,
-    evaluates and predicts; the TensorFlow backend evaluates its model.ckpt-N with the same results (1e-5)."""
-    data = tmp_path / "data"
-    data.mkdir()
-    make_finetuning_data.make_sentiment(str(data), 0.2, 12345)
-    for name, rows in (("train", 64), ("dev", 24)):
-        lines = (data / f"{name}.tsv").read_text(encoding="utf-8").splitlines()[:rows + 1]
-        (data / f"{name}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    """run_classifier.py on JAX over 2 host devices in a process where TensorFlow cannot be imported, Rotten
+    Tomatoes snippets (SST-2 layout): trains (the Grain input), evaluates and predicts; the TensorFlow backend
+    evaluates its model.ckpt-N with the same results (1e-5)."""
+    data = finetuning_scripts.rotten_tomatoes(tmp_path / "data", 64, 24)
     (data / "test.tsv").write_text("index\tsentence\n0\ta gripping, funny film\n1\ta dull mess\n", encoding="utf-8")
     flags = {**tiny_model_dir, "task_name": "sst-2", "data_dir": data, "max_seq_length": 32, "train_batch_size": 8,
              "eval_batch_size": 8, "learning_rate": 1e-3, "num_train_epochs": 2}
     out = tmp_path / "jax"
     done = classifier(dict(flags, output_dir=out, do_train=True, do_eval=True, do_predict=True,
-                           distribution_strategy="mirrored"), TWO_DEVICES)
-    assert "Devices mirrored on JAX: 2 cpu device(s)" in done.stderr, done.stderr[-3000:]
+                           distribution_strategy="mirrored"), TWO_DEVICES, tensorflow=False)
+    assert "Devices mirrored on JAX: 2 cpu device(s)" in done.stderr and "; input grain" in done.stderr, \
+        done.stderr[-3000:]
     on_jax = finetuning_scripts.results(out)
     assert on_jax["global_step"] == 16 and (out / "model.ckpt-16.index").exists()
     assert len((out / "test_results.tsv").read_text().splitlines()) == 2
@@ -140,10 +135,11 @@ def test_fine_tuning_on_two_jax_devices_and_its_checkpoint_on_tensorflow(tiny_mo
         assert on_tensorflow[key] == pytest.approx(on_jax[key], rel=1e-5, abs=1e-6), key
 
 
-def classifier(flags, env):
-    """run_classifier.py with `flags` and `env`: its CompletedProcess, checked to exit 0."""
-    done = subprocess.run([sys.executable, os.path.join(ROOT, "run_classifier.py"), *[f"--{k}={v}" for k, v in
-                                                                                      flags.items()]],
+def classifier(flags, env, tensorflow=True):
+    """run_classifier.py with `flags` and `env` (`tensorflow=False`: in a process where TensorFlow cannot be
+    imported): its CompletedProcess, checked to exit 0."""
+    done = subprocess.run([*without_tensorflow.command("run_classifier.py", tensorflow),
+                           *[f"--{k}={v}" for k, v in flags.items()]],
                           capture_output=True, text=True, cwd=ROOT, timeout=600, env=dict(os.environ, **env))
     assert done.returncode == 0, done.stderr[-3000:]
     return done
@@ -153,8 +149,9 @@ def classifier(flags, env):
 @pytest.mark.extended
 @pytest.mark.parametrize("script", ["run_ner.py", "run_swag.py", "run_squad.py", "run_embedder.py"])
 def test_the_other_fine_tuning_commands_on_jax(script, tiny_model_dir, tmp_path):
-    """run_ner.py (CoNLL tags), run_swag.py, run_squad.py (cloze SQuAD 2.0 from real prose) and run_embedder.py
-    (real pairs) train, evaluate and write their results on the JAX backend."""
+    """run_ner.py (CoNLL tags), run_swag.py, run_squad.py (cloze SQuAD 2.0 from real prose: its feature records
+    written and read without TensorFlow) and run_embedder.py (real pairs) train, evaluate and write their
+    results on the JAX backend, in a process where TensorFlow cannot be imported."""
     from tests.helpers import squad_fixtures
     from tests.helpers.task_data import SWAG_HEADER, SWAG_ROWS
     from tools import make_pairs
@@ -178,7 +175,7 @@ def test_the_other_fine_tuning_commands_on_jax(script, tiny_model_dir, tmp_path)
         flags = {**dict(flag[2:].split("=", 1) for flag in squad_flags), "output_dir": out, "do_train": True,
                  "do_predict": True, "train_file": directory / "train-v2.0.json",
                  "predict_file": directory / "dev-v2.0.json", "train_batch_size": 8, "num_train_epochs": 0.4}
-    done = finetuning_scripts.run(script, model_dir, JAX, **flags)
+    done = finetuning_scripts.run(script, model_dir, JAX, tensorflow=False, **flags)
     assert done.returncode == 0, done.stderr[-3000:]
     assert re.search(r"step \d+/\d+ \| loss [\d.]+", done.stderr), done.stderr[-3000:]
     assert os.path.exists(out / ("eval_results.json" if script == "run_squad.py" else "eval_results.txt"))

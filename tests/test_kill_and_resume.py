@@ -5,7 +5,8 @@ every rerun must end as a run that was never interrupted, with the same final we
 naming the final step, best/ holding the best evaluated step, and the same dev evaluations.
 
 Each killed run is a real process killed by SIGKILL (tests/helpers/kill_at.py picks the moment); the rerun is
-the plain script. The same on Keras's JAX backend (KERAS_BACKEND=jax) at 13 moments."""
+the plain script. The same on Keras's JAX backend (KERAS_BACKEND=jax) at 13 moments, in processes where TensorFlow
+cannot be imported (tests/helpers/without_tensorflow.py): the TF-free path's own writers and input."""
 
 import os
 import random
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.helpers import pretraining_records, small_disk
+from tests.helpers import pretraining_records, small_disk, without_tensorflow
 from tests.helpers.configs import script_config, write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.subprocess, pytest.mark.extended]
@@ -87,19 +88,20 @@ JAX_FINETUNING_CASES = [
     "exchanged::1 then before_replace:out/dev_evaluations.jsonl",
     "random:8",  # 0.16 s after step 3: with the Grain input the tiny run ends within random:2's 0.59 s
 ]
-JAX_ENV = {**ENV, "KERAS_BACKEND": "jax"}
+JAX_ENV = {**ENV, "KERAS_BACKEND": "jax", without_tensorflow.VARIABLE: "1"}
 
 
 def run(command, moment=None, env=ENV):
     """Runs `command` (a script and its flags) with `env` to its end, or SIGKILLed at `moment`; returns (code,
-    output)."""
+    output). With without_tensorflow.VARIABLE in `env`, in a process where TensorFlow cannot be imported."""
+    python = [sys.executable] + ([without_tensorflow.__file__] if env.get(without_tensorflow.VARIABLE) else [])
     if moment is None:
-        process = subprocess.run([sys.executable] + command, capture_output=True, text=True, cwd=ROOT, env=env)
+        process = subprocess.run(python + command, capture_output=True, text=True, cwd=ROOT, env=env)
         return process.returncode, process.stdout + process.stderr
     if moment.startswith("random:"):  # killed from outside at a random time after a random training step
         rng = random.Random(moment)
         step, delay = rng.randint(1, 5), rng.uniform(0.0, 1.0)
-        process = subprocess.Popen([sys.executable] + command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        process = subprocess.Popen(python + command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                    text=True, cwd=ROOT, env=env)
         for line in process.stderr:
             if f"step {step}/6 " in line:

@@ -250,6 +250,8 @@ PACKAGE_DIRS = ("data", "modeling", "training", "export", "evaluation")
 # The ```bash blocks not run here, and why (every other one runs in test_command_lines_run).
 BASH_NOT_RUN = {
     "README.md#quick-start-1": "make demo / make test: `make test` is what CI runs; `make demo` is the demo",
+    "README.md#backends-1": "a JAX host's install (not into this Python): tests/test_jax_host.py makes that venv "
+                            "and runs the commands there",
     "docs/feature_extraction.md#extract_featurespy-1": "run as written on MiniLM by readme_features",
     "docs/pretraining.md#multiple-gpus-and-machines-1": "multi-worker TF_CONFIG on two machines "
                                                         "(tests/test_training_loop.py trains on two processes "

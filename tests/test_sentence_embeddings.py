@@ -22,6 +22,7 @@ from bert_tf.formats.sentence_transformers import embedder_options, read_setting
 from bert_tf.modeling.layers.sentence_pooling import POOLING_MODES, SentencePooling
 from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
 from bert_tf.tokenization import FullTokenizer
+from tests.helpers import without_tensorflow
 from tests.helpers.exports import client_outputs, run_client, shared_dir, strings
 from tests.helpers.finetuning_scripts import ROOT
 from tools.pinned_venv import build_once
@@ -61,9 +62,12 @@ def minilm_embedder(minilm_dir):
     return SentenceEncoder(embedder, tokenizer, options["max_seq_length"])
 
 
-def run_script(*flags):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "encode_sentences.py"), *flags], capture_output=True,
-                          text=True, cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+def run_script(*flags, backend=None):
+    """encode_sentences.py with `flags`; `backend="jax"`: on Keras's JAX backend in a process where TensorFlow
+    cannot be imported."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **({"KERAS_BACKEND": backend} if backend else {})}
+    return subprocess.run([*without_tensorflow.command("encode_sentences.py", backend != "jax"), *flags],
+                          capture_output=True, text=True, cwd=ROOT, env=env)
 
 
 def line_safe(texts):
@@ -151,14 +155,17 @@ def test_ids_and_embeddings_equal_sentence_transformers(reference, minilm_embedd
 
 @pytest.mark.subprocess
 @pytest.mark.extended
-def test_encode_sentences_script_equals_sentence_transformers(reference, minilm_dir, tmp_path):
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_encode_sentences_script_equals_sentence_transformers(backend, reference, minilm_dir, tmp_path):
+    """encode_sentences.py (on JAX: TensorFlow unimportable) gives sentence-transformers' embeddings, in .npy and
+    .jsonl, and its semantic search ranks as theirs."""
     keep = line_safe([str(t) for t in reference["texts"]])
     assert len(keep) >= 300
     texts = [str(reference["texts"][i]) for i in keep]
     (tmp_path / "texts.txt").write_text("".join(t + "\n" for t in texts), encoding="utf-8")
     for suffix in (".npy", ".jsonl"):
         result = run_script(f"--init_checkpoint={minilm_dir}", f"--input_file={tmp_path / 'texts.txt'}",
-                            f"--output_file={tmp_path / ('out' + suffix)}", "--batch_size=16")
+                            f"--output_file={tmp_path / ('out' + suffix)}", "--batch_size=16", backend=backend)
         assert result.returncode == 0, result.stderr[-3000:]
     got = np.load(tmp_path / "out.npy")
     assert got.dtype == np.float32 and np.abs(got - reference["embeddings"][keep]).max() < TOLERANCE
@@ -166,7 +173,7 @@ def test_encode_sentences_script_equals_sentence_transformers(reference, minilm_
     assert [row["index"] for row in rows] == list(range(len(texts)))
     np.testing.assert_allclose(np.array([row["embedding"] for row in rows]), got, atol=1e-7)
     query = run_script(f"--init_checkpoint={minilm_dir}", f"--input_file={tmp_path / 'texts.txt'}",
-                       f"--query={texts[5]}", "--top_k=3")
+                       f"--query={texts[5]}", "--top_k=3", backend=backend)
     assert query.returncode == 0, query.stderr[-3000:]
     best = query.stdout.splitlines()
     expected = most_similar(reference["embeddings"][keep][5], reference["embeddings"][keep], 3)

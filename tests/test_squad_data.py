@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data.squad import examples as squad
+from bert_tf.data.squad import pipeline as squad_pipeline
 from bert_tf.data.squad import records as squad_records
 from tests.helpers.squad_fixtures import make_hard_squad, original_run_squad, space_out_cjk
 
@@ -270,11 +271,11 @@ def test_cached_records_round_trip_and_are_keyed_by_settings(hard_file_v2, token
                      "is_impossible"}
     expected = list(squad.convert_examples_to_features(train.examples, tokenizer, is_training=True, **SETTINGS))
     records = tf.data.TFRecordDataset(train.record_file).batch(len(expected))
-    parsed = tf.io.parse_example(next(iter(records)), squad_records.feature_spec(96, is_training=True))
+    parsed = tf.io.parse_example(next(iter(records)), squad_pipeline.feature_spec(96, is_training=True))
     assert parsed["input_ids"].shape == (len(expected), 96)
     np.testing.assert_array_equal(parsed["start_positions"], [f.start_position for f in expected])
     np.testing.assert_array_equal(parsed["input_mask"], [f.input_mask for f in expected])
-    batch = next(iter(squad_records.squad_dataset(predict.record_file, 96, is_training=False, batch_size=5000)))
+    batch = next(iter(squad_pipeline.squad_dataset(predict.record_file, 96, is_training=False, batch_size=5000)))
     assert sorted(batch) == ["input_ids", "input_mask", "segment_ids", "unique_ids"]
     assert all(v.dtype == tf.int32 for v in batch.values()) and batch["input_ids"].shape == (len(fresh), 96)
     np.testing.assert_array_equal(batch["segment_ids"], [f.segment_ids for f in fresh])
@@ -303,7 +304,7 @@ def test_training_dataset_repeats_shuffles_and_drops_the_remainder(hard_file_v2,
     path, version_2 = hard_file_v2
     prepared = squad_records.prepare_squad(path, tokenizer, str(tmp_path), is_training=True,
                                            version_2_with_negative=version_2, **SETTINGS)
-    dataset = squad_records.squad_dataset(prepared.record_file, 96, is_training=True, batch_size=7, seed=3)
+    dataset = squad_pipeline.squad_dataset(prepared.record_file, 96, is_training=True, batch_size=7, seed=3)
     batches = list(dataset.take(prepared.num_features // 7 + 2))
     assert all(b["input_ids"].shape == (7, 96) for b in batches)
     ids = np.concatenate([b["unique_ids"] for b in batches[: prepared.num_features // 7]])

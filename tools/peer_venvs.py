@@ -17,11 +17,14 @@ keep the names and pins as they are to reuse the venvs already built.
     hf_trainer_python()               bench/bench_finetune.py's HF Trainer peer (torch, transformers, accelerate,
                                       datasets)
     tensorflow_text_python()          the export tests' client (tests/helpers/exports.py)
+    jax_host_python()                 a JAX host: `pip install "<checkout>[jax]"`, no TensorFlow
+                                      (tests/test_backends.py, tests/test_jax_host.py)
 
 tools/ is the lower layer: bench/ imports it, it never imports bench/. Standard library only at import time
 (the versions of this process's tensorflow, keras, ... are read when a venv is asked for).
 """
 
+import os
 import platform
 import sys
 
@@ -146,18 +149,22 @@ def litert_python():
                                   LITERT], 1200)
 
 
-def jax_without_tensorflow_python():
-    """Keras on JAX (CPU) with numpy, safetensors, h5py and absl-py at this process's versions, and no
-    TensorFlow: a JAX host loading bert_tf from the checkout (tests/test_backends.py)."""
-    import absl
-    import h5py
+def jax_host_python():
+    """A JAX host as the README's Backends section installs it: `pip install "<checkout>[jax]"` (keras, JAX, Grain,
+    no TensorFlow), with keras, numpy and JAX pinned to this process's versions and JAX's (the same wheels every
+    time). Named by setup.py's hash: a change of the dependencies builds a new venv. The commands run from the
+    checkout (its scripts, or its folder first on sys.path), so the installed copy of bert_tf is not what runs:
+    the venv holds what the install pulls."""
+    import hashlib
+
     import keras
     import numpy
-    import safetensors
-    pins = [f"keras=={keras.__version__}", JAX, f"numpy=={numpy.__version__}",
-            f"safetensors=={safetensors.__version__}", f"h5py=={h5py.__version__}",
-            f"absl-py=={absl.__version__}"]
-    return pinned_venv_python(f"bert_tf_jax_venv-{python_minor()}-{joined(pins)}", pins, 1200)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "setup.py"), "rb") as f:
+        setup_hash = hashlib.sha256(f.read()).hexdigest()[:12]
+    pins = [f"keras=={keras.__version__}", f"numpy=={numpy.__version__}", JAX]
+    return pinned_venv_python(f"bert_tf_jax_host_venv-{python_minor()}-setup{setup_hash}-{joined(pins)}",
+                              [f"{root}[jax]", *pins], 1800)
 
 
 def torch_backend_python():

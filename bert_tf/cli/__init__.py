@@ -172,9 +172,9 @@ TENSORFLOW_PACKAGES = {"tensorflow": "tensorflow", "tensorflow_text": "tensorflo
 def missing_tensorflow_line(module):
     """The one line a command prints when `module` (a key of TENSORFLOW_PACKAGES) cannot be imported."""
     return (f"Error: {os.path.basename(sys.argv[0]) or 'this command'} needs {TENSORFLOW_PACKAGES[module]}, which "
-            "this Python does not have: pip install tensorflow tensorflow-text (the commands read their input with "
-            "tf.data, train with tf.distribute and export SavedModels; without TensorFlow, bert_tf's models, "
-            "checkpoint loading and model.fit run on Keras's JAX or PyTorch backend: README, Backends)")
+            "this Python does not have: pip install tensorflow tensorflow-text (Keras's TensorFlow backend, the "
+            "SavedModel and LiteRT export, the in-graph tokenizer, TFDS); every other command runs without it on "
+            "Keras's JAX backend: pip install \".[jax]\" in a checkout, KERAS_BACKEND=jax (README, Backends)")
 
 
 def report_missing_tensorflow():

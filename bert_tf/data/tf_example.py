@@ -1,8 +1,10 @@
-"""tf.train.Example records parsed without TensorFlow: what the input reads from pretraining and SQuAD feature
-records on a host without it, the same values as `tf.io.parse_example` gives.
+"""tf.train.Example records parsed and written without TensorFlow: what the input reads from pretraining and SQuAD
+feature records on a host without it, the same values as `tf.io.parse_example` gives, and what SQuAD's feature
+records are written as (pretraining instances have their own faster encoder: `pretraining/example_codec.py`).
 
     parse_example(serialized)          # {name: int64 [n] | float32 [n] | object [n] of bytes}
     parse_fixed(serialized, {"input_ids": (128, np.int64), ...})   # each feature checked for its length
+    encode_example({"input_ids": [101, 2023], "tokens": [b"[CLS]", b"this"]})   # serialized bytes
 
 Wire format: Example{features(1): Features{feature(1): repeated map entry{key(1): string, value(2):
 Feature{bytes_list(1) | float_list(2) | int64_list(3): {value(1): repeated}}}}}; numbers are packed (as
@@ -11,7 +13,9 @@ TensorFlow writes them) or not (both are valid protobuf). Packed varints are dec
 
 import numpy as np
 
-from bert_tf.protobuf_wire import fields
+from bert_tf.protobuf_wire import encode_varint, fields, message_field
+
+_INT64_MASK = (1 << 64) - 1
 
 
 def packed_varints(payload):
@@ -79,3 +83,18 @@ def parse_fixed(serialized, spec, where="a record"):
             raise ValueError(f"{where}: feature {name} has {len(values)} values, expected {length}")
         out[name] = values.astype(dtype, copy=False)
     return out
+
+
+def encode_example(features):
+    """The serialized tf.train.Example of `features` {name: list of ints (an Int64List, packed as TensorFlow
+    writes it; negative values as 10-byte varints) or list of bytes (a BytesList)}; an empty list is an empty
+    Int64List."""
+    entries = []
+    for name, values in features.items():
+        if values and isinstance(values[0], bytes):
+            feature = message_field(1, b"".join(message_field(1, value) for value in values))
+        else:
+            packed = b"".join(encode_varint(int(value) & _INT64_MASK) for value in values)
+            feature = message_field(3, message_field(1, packed) if packed else b"")
+        entries.append(message_field(1, message_field(1, name.encode("utf-8")) + message_field(2, feature)))
+    return message_field(1, b"".join(entries))

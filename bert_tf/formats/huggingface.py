@@ -152,11 +152,14 @@ def read_huggingface(files, path):
                 continue
             shape = tuple(handle.get_slice(key).get_shape())
             shapes[canonical] = shape[::-1] if transpose else shape
-            locations[canonical] = (handle, key, transpose)
+            locations[canonical] = (file, handle, key, transpose)
 
     def read(name):
-        handle, key, transpose = locations[name]
-        value = handle.get_tensor(key)
+        file, handle, key, transpose = locations[name]
+        if handle.get_slice(key).get_dtype() == "BF16":  # NumPy has no bfloat16: safetensors' numpy reader refuses it
+            value = _bfloat16_tensor(file, key)
+        else:
+            value = handle.get_tensor(key)
         return np.ascontiguousarray(value.T) if transpose else value
 
     config = None
@@ -165,6 +168,21 @@ def read_huggingface(files, path):
         with open(config_file, encoding="utf-8") as f:
             config = json.load(f)
     return CheckpointSource(path, HUGGINGFACE, shapes, read, ignored, config, _labels(config))
+
+
+def _bfloat16_tensor(file, key):
+    """The bfloat16 tensor `key` of the safetensors `file` as float32 (exact: every bfloat16 is a float32), read
+    from the file's layout: an 8-byte little-endian header length, the JSON header ({key: {"dtype", "shape",
+    "data_offsets": [begin, end]}}, offsets from the end of the header), the data."""
+    import ml_dtypes  # Keras's dependency: NumPy's bfloat16
+
+    with open(file, "rb") as f:
+        header_length = int.from_bytes(f.read(8), "little")
+        entry = json.loads(f.read(header_length))[key]
+        begin, end = entry["data_offsets"]
+        f.seek(8 + header_length + begin)
+        data = f.read(end - begin)
+    return np.frombuffer(data, ml_dtypes.bfloat16).reshape(entry["shape"]).astype(np.float32)
 
 
 def _hf_config(config, hf_class, labels, num_outputs):

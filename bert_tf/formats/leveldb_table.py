@@ -17,6 +17,7 @@ CRC32C library too).
 
 import struct
 
+from bert_tf.masked_crc import masked_crc32c
 from bert_tf.protobuf_wire import encode_varint, varint
 
 TABLE_MAGIC = 0xDB4775248B80FB57
@@ -25,16 +26,6 @@ BLOCK_TRAILER_BYTES = 5  # 1 byte compression type + 4 bytes masked CRC32C
 BLOCK_SIZE = 256 * 1024  # TensorFlow's table::Options.block_size
 RESTART_INTERVAL = 16  # its block_restart_interval (the index block's is 1)
 _HANDLE_PADDING = 40  # two BlockHandles at most 20 bytes each
-_CRC_MASK_DELTA = 0xA282EAD8
-
-
-def masked_crc32c(data):
-    """LevelDB's and TensorFlow's masked CRC32C of `data` (bytes): the CRC rotated right by 15 bits plus a
-    constant, so that a CRC stored inside checksummed data does not checksum to itself."""
-    import google_crc32c  # here: reading a table needs no CRC library
-
-    crc = google_crc32c.value(bytes(data))
-    return (((crc >> 15) | (crc << 17)) + _CRC_MASK_DELTA) & 0xFFFFFFFF
 
 
 # ------------------------------------------------------------------------------------------------- reading

@@ -22,6 +22,7 @@ import numpy as np
 
 from bert_tf import atomic_io
 from bert_tf.formats import leveldb_table
+from bert_tf.masked_crc import masked_crc32c
 from bert_tf.protobuf_wire import encode_varint, fields, message_field, varint, varint_field
 
 _DT_STRING, _DT_BFLOAT16 = 7, 14
@@ -165,12 +166,12 @@ def _stored(code, value):
     from 4 GiB: older checkpoints had uint32 lengths), not as its varint, so both checksums cover that form."""
     if code != _DT_STRING:
         data = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).tobytes()
-        return data, leveldb_table.masked_crc32c(data)
+        return data, masked_crc32c(data)
     strings = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in value.reshape(-1).tolist()]
     checked = b"".join(struct.pack("<I" if len(s) <= 0xFFFFFFFF else "<Q", len(s)) for s in strings)
-    length_checksum = struct.pack("<I", leveldb_table.masked_crc32c(checked))
+    length_checksum = struct.pack("<I", masked_crc32c(checked))
     data = b"".join(encode_varint(len(s)) for s in strings) + length_checksum + b"".join(strings)
-    return data, leveldb_table.masked_crc32c(checked + length_checksum + b"".join(strings))
+    return data, masked_crc32c(checked + length_checksum + b"".join(strings))
 
 
 def _entry(code, shape, offset, size, checksum):

@@ -50,6 +50,7 @@ class BertEncoder(keras.Model):
     itself None by default: on in training where packing is possible (`packing_possible`: not under XLA /
     jax.jit), off otherwise (inference batches are grouped by length already, `bert_tf.batched_inference`).
     Set `encoder.skip_padding = False` to train on the padded batches (or True to pack in inference too).
+    `use_fused_attention()`: attention by one fused kernel on JAX (cuDNN's on a GPU; `BertSelfAttention`).
 
     `pooled_only=True` (what sentence-level heads call: `BertTaskModel.sentence_features`): the outputs are
     `pooled_output` alone (and `attention_probs` when asked, the last layer's [B, heads, 1, T]), and the last
@@ -106,6 +107,8 @@ class BertEncoder(keras.Model):
             input_mask = ops.ones_like(input_ids)
         if segment_ids is None:
             segment_ids = ops.zeros_like(input_ids)
+        if output_attention_probs and self.transformer_layers and self.transformer_layers[0].self_attention.fused:
+            raise ValueError("fused attention gives no attention probabilities: use_fused_attention(False) first")
         if skip_padding is None:
             skip_padding = self.skip_padding
         if skip_padding is None:
@@ -137,6 +140,12 @@ class BertEncoder(keras.Model):
         if output_attention_probs:
             outputs["attention_probs"] = all_probs
         return outputs
+
+    def use_fused_attention(self, fused=True):
+        """Every layer's attention by one fused kernel, or (False) the original's explicit softmax again: see
+        `BertSelfAttention`'s `fused` (Keras's JAX backend; cuDNN on an NVIDIA GPU; no attention dropout)."""
+        for layer in self.transformer_layers:
+            layer.self_attention.fused = fused
 
     def training_layout(self, compiled):
         """How a training step runs this encoder, for the log: "unpadded" (the position-wise layers on the real

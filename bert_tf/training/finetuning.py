@@ -22,8 +22,6 @@ from bert_tf import checkpoint_paths, run_directory
 from bert_tf.batched_inference import BatchedInference
 from bert_tf.checkpoints import load_checkpoint
 from bert_tf.data.tasks.batches import bucket_widths, num_examples
-from bert_tf.data.tasks.grain_input import feature_batches
-from bert_tf.data.tasks.pipeline import make_dataset, without_autotune
 from bert_tf.feature_schema import INPUT_IDS
 from bert_tf.training import devices, inputs, optimization, trainers
 from bert_tf.training.best_checkpoint import StopTraining
@@ -145,7 +143,11 @@ class FineTuner:
     @staticmethod
     def _training_input(dataset):
         """A dataset_fn's dataset as the loop's input: tf.data without autotuning (`without_autotune`)."""
-        return without_autotune(dataset) if hasattr(dataset, "element_spec") else dataset
+        if not inputs.is_tf_data(dataset):  # Grain's
+            return dataset
+        from bert_tf.data.tasks.pipeline import without_autotune
+
+        return without_autotune(dataset)
 
     @property
     def is_chief(self):
@@ -169,7 +171,10 @@ class FineTuner:
         widths = self.training_widths(features[INPUT_IDS].shape[-1])
 
         def dataset_fn(input_context, batch_size):
-            batches = feature_batches if inputs.kind_of(self.devices) == "grain" else make_dataset
+            if inputs.kind_of(self.devices) == "grain":
+                from bert_tf.data.tasks.grain_input import feature_batches as batches
+            else:
+                from bert_tf.data.tasks.pipeline import make_dataset as batches
             return batches(features, batch_size, True, options.seed, input_context, trim_padding=True,
                            group_by_length=options.group_by_length, widths=widths)
 
@@ -189,11 +194,8 @@ class FineTuner:
         named `what`.
         """
         if (method, trim) not in self._inference:
-            if self.devices.backend == "jax":
-                from bert_tf.training.jax_step import jitted_forward
-                forward = jitted_forward(self.model, method)
-            else:
-                function = getattr(self.model, method)
-                forward = lambda inputs: function(inputs, training=False)  # noqa: E731
-            self._inference[method, trim] = BatchedInference(forward, self.options.use_xla, self.strategy, trim)
+            function = getattr(self.model, method)
+            self._inference[method, trim] = BatchedInference(
+                lambda inputs: function(inputs, training=False), self.options.use_xla, self.strategy, trim,
+                self.model.variables)
         return self._inference[method, trim].predict(features, batch_size, what, unit)

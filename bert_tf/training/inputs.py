@@ -42,12 +42,9 @@ class TfDataInput:
         self._checkpoint.write(prefix)
 
     def read(self, prefix):
-        import tensorflow as tf
+        from bert_tf.training.tf_steps import read_checkpoint
 
-        try:
-            self._checkpoint.read(prefix).assert_existing_objects_matched()
-        except tf.errors.OpError as e:
-            raise ValueError(e.message.splitlines()[0] if e.message else type(e).__name__) from None
+        read_checkpoint(self._checkpoint, prefix)
 
 
 class GrainInput:
@@ -77,9 +74,14 @@ def kind_of(devices):
     return "grain" if devices.backend == "jax" else "tf.data"
 
 
+def is_tf_data(dataset):
+    """Whether `dataset` is a tf.data Dataset (it has an element_spec), without importing TensorFlow."""
+    return hasattr(dataset, "element_spec")
+
+
 def wrap(dataset):
-    """`dataset` as the loop's input: a TfDataInput or GrainInput as it is; a tf.data Dataset (it has an
-    element_spec) as a TfDataInput; anything else as a GrainInput of unknown width."""
+    """`dataset` as the loop's input: a TfDataInput or GrainInput as it is; a tf.data Dataset (`is_tf_data`) as a
+    TfDataInput; anything else as a GrainInput of unknown width."""
     if isinstance(dataset, (TfDataInput, GrainInput)):
         return dataset
-    return TfDataInput(dataset) if hasattr(dataset, "element_spec") else GrainInput(dataset)
+    return TfDataInput(dataset) if is_tf_data(dataset) else GrainInput(dataset)

@@ -1,6 +1,6 @@
 """The training steps on Keras's JAX backend (`JaxSteps`: the step part that `loop.Trainer` runs there), the
-update and the forward pass of an ObjectiveModel as jax.jit functions of the variables' values (`TrainStep`,
-`jitted_forward`); no TensorFlow (bench/gpu_check_jax.py times the step on a GPU host that has none).
+update and the forward pass of an ObjectiveModel as jax.jit functions of the variables' values (`TrainStep`); no
+TensorFlow (bench/gpu_check_jax.py times the step on a GPU host that has none).
 
     step = TrainStep(model, optimizer, num_accumulation_steps=2, clip_norm=1.0)
     values = step.values()                       # (trainable, non-trainable, optimizer): lists of jax arrays
@@ -30,20 +30,6 @@ from bert_tf.training.flops import measure_jax_peak_flops
 from bert_tf.training.optimization import clip_factor
 
 STEP_NAME = "global_step"
-
-
-def jitted_forward(model, method="__call__"):
-    """`model.<method>(inputs, training=False)` as one jax.jit function of the variables' values and the inputs
-    (compiled once per input shape; the weights are arguments, not constants), called with the variables'
-    current values: inputs -> outputs."""
-    variables = model.variables
-
-    def forward(values, inputs):
-        with keras.StatelessScope(state_mapping=list(zip(variables, values))):
-            return getattr(model, method)(inputs, training=False)
-
-    compiled = jax.jit(forward)
-    return lambda inputs: compiled([v.value for v in variables], inputs)
 
 
 class TrainStep:

@@ -124,8 +124,9 @@ class SquadRun:
         widths = tuner.training_widths(max_seq_length)
 
         def dataset_fn(input_context, batch_size):
-            return squad_records.squad_dataset(prepared.record_file, max_seq_length, True, batch_size, input_context,
-                                               seed, widths)
+            from bert_tf.data.squad.pipeline import squad_dataset
+
+            return squad_dataset(prepared.record_file, max_seq_length, True, batch_size, input_context, seed, widths)
 
         return TrainingInput(len(prepared.examples), dataset_fn, (max_seq_length,))
 

@@ -22,9 +22,24 @@ from bert_tf.training import optimization
 from bert_tf.training.flops import measure_peak_flops
 
 
+def read_checkpoint(checkpoint, prefix):
+    """Restores the tf.train.Checkpoint `checkpoint` (a training state, a tf.data iterator's position) from the
+    bundle `prefix`: AssertionError when the bundle does not restore every object of it, ValueError with the
+    first line of TensorFlow's message when its reader fails (a missing or damaged bundle)."""
+    try:
+        status = checkpoint.read(prefix)
+        try:
+            status.assert_existing_objects_matched()
+        except AssertionError:
+            status.expect_partial()  # no warning per unrestored value: the loop reports the reason
+            raise
+    except tf.errors.OpError as e:  # TF's checkpoint reader raises OpErrors: their message, one line
+        raise ValueError(e.message.splitlines()[0] if e.message else type(e).__name__) from None
+
+
 class _State:
     """The training state as a tf.train.Checkpoint (model, optimizer, step, dropout RNG): `write(prefix)`;
-    `read(prefix)` raises when the bundle does not restore every object completely."""
+    `read(prefix)` raises when the bundle does not restore every object completely (`read_checkpoint`)."""
 
     def __init__(self, checkpoint):
         self.checkpoint = checkpoint
@@ -33,15 +48,7 @@ class _State:
         self.checkpoint.write(prefix)
 
     def read(self, prefix):
-        try:
-            status = self.checkpoint.read(prefix)
-            try:
-                status.assert_existing_objects_matched()
-            except AssertionError:
-                status.expect_partial()  # no warning per unrestored value: the loop reports the reason
-                raise
-        except tf.errors.OpError as e:  # TF's checkpoint reader raises OpErrors: their message, one line
-            raise ValueError(e.message.splitlines()[0] if e.message else type(e).__name__) from None
+        read_checkpoint(self.checkpoint, prefix)
 
 
 class TfSteps:

@@ -2,15 +2,19 @@
 
 import os
 import subprocess
-import sys
+
+from tests.helpers import without_tensorflow
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAX_SEQ_LENGTH = 32
 
 
-def run_script(*flags):
-    return subprocess.run([sys.executable, os.path.join(ROOT, "extract_features.py"), *flags],
-                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+def run_script(*flags, backend=None):
+    """extract_features.py with `flags`; `backend="jax"`: on Keras's JAX backend in a process where TensorFlow
+    cannot be imported."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", **({"KERAS_BACKEND": backend} if backend else {})}
+    return subprocess.run([*without_tensorflow.command("extract_features.py", backend != "jax"), *flags],
+                          capture_output=True, text=True, cwd=ROOT, env=env)
 
 
 def readme_flags(model_dir, input_file, output_file, **overrides):

@@ -10,7 +10,8 @@ The moment is `KIND:ARGUMENT:N`, the N-th time (default 1) the event happens in 
   predict:                when FineTuner.predict starts (a fine-tuning dev evaluation)
   exchanged:              right after swap_directory's atomic exchange (best/ replaced, the old one not removed)
   moved_aside:            with the exchange unavailable, right after swap_directory moved the old folder aside
-The kill is a real SIGKILL of this process: no handler, no cleanup, as an OOM killer or a preempted VM.
+The kill is a real SIGKILL of this process: no handler, no cleanup, as an OOM killer or a preempted VM. With
+the environment variable of `without_tensorflow.VARIABLE` set, TensorFlow cannot be imported in it.
 """
 
 import os
@@ -19,6 +20,7 @@ import signal
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VARIABLE = "BERT_TF_TEST_WITHOUT_TENSORFLOW"  # without_tensorflow.py's (this file runs as a script: no import)
 
 
 def _kill():
@@ -59,8 +61,6 @@ def install(moment):
     kind, _, rest = moment.partition(":")
     argument, _, n = rest.rpartition(":") if rest.count(":") else (rest, "", "")
     n = int(n) if n else 1
-    import tensorflow as tf
-
     from bert_tf import atomic_io
     from bert_tf.formats import tensor_bundle
     from bert_tf.training import finetuning, loop
@@ -69,6 +69,8 @@ def install(moment):
         _wrap(os, "replace", _counting(n, lambda src, dst: os.fspath(dst).endswith(argument)),
               after=kind == "after_replace")
     elif kind == "checkpoint_written":
+        import tensorflow as tf
+
         _wrap(tf.train.Checkpoint, "write", _counting(n), after=True)
     elif kind == "export_written":
         _wrap(tensor_bundle, "write_bundle", _counting(n), after=True)
@@ -90,5 +92,7 @@ if __name__ == "__main__":
     moment, script = sys.argv[1], sys.argv[2]
     sys.argv = [script] + sys.argv[3:]
     sys.path.insert(0, ROOT)
+    if os.environ.get(VARIABLE):
+        sys.modules["tensorflow"] = None
     install(moment)
     runpy.run_path(script, run_name="__main__")

@@ -32,9 +32,6 @@ class PretrainingExampleEncoder:
     Args:
       vocab_size: ids are < vocab_size.
       max_seq_length, max_predictions_per_seq: the padded lengths.
-
-    Attributes:
-      max_record_bytes: no serialized instance is longer.
     """
 
     def __init__(self, vocab_size, max_seq_length, max_predictions_per_seq):
@@ -45,10 +42,6 @@ class PretrainingExampleEncoder:
         self._keys = {name: message_field(1, name.encode()) for name in
                       tfrecord.ALL_FEATURES}
         self._cache = {}  # entries that depend on lengths only
-        # The largest record: every id and position takes its longest varint.
-        self.max_record_bytes = len(self.encode([vocab_size - 1] * max_seq_length, 1, True,
-                                                [max_seq_length - 1] * max_predictions_per_seq,
-                                                [vocab_size - 1] * max_predictions_per_seq))
 
     def _entry(self, name, packed, float_list=False):
         varints = self._varints

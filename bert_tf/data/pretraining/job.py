@@ -36,7 +36,7 @@ from bert_tf import atomic_io
 from bert_tf.data.pretraining.chinese_words import check_segmented
 from bert_tf.data.pretraining.corpus import CorpusReader
 from bert_tf.data.pretraining.instances import InstanceMaker, PretrainingStats
-from bert_tf.data.record_framing import RecordFramer
+from bert_tf.data.record_framing import frame
 from bert_tf.progress import Progress
 
 TASK_BYTES = 1 << 20
@@ -190,13 +190,12 @@ class TaskRunner:
     def __init__(self, maker, num_outputs):
         self.maker = maker
         self.num_outputs = num_outputs
-        self.framer = RecordFramer(maker.encoder.max_record_bytes)
 
     def __call__(self, task_index, documents):
         """documents: list of list of str -> (list of bytes per output file, `PretrainingStats`)."""
         records, stats = self.maker.process_task(task_index, documents)
         n = self.num_outputs
-        contents = [self.framer.frame(records[(n - task_index % n + shard) % n::n]) for shard in range(n)]
+        contents = [frame(records[(n - task_index % n + shard) % n::n]) for shard in range(n)]
         return contents, stats
 
 

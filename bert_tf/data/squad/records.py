@@ -1,4 +1,5 @@
-"""SQuAD features as TFRecords (the original's format), cached by their settings, and their tf.data pipeline.
+"""SQuAD features as TFRecords (the original's format), cached by their settings, written and read without
+TensorFlow (`tf_example`, `record_framing`; their tf.data pipeline is `squad/pipeline.py`).
 
 Training records hold the original's 7 features: `unique_ids` [1], `input_ids`, `input_mask`, `segment_ids`
 [max_seq_length], `start_positions`, `end_positions`, `is_impossible` [1] (all int64), so the original's
@@ -22,14 +23,12 @@ import os
 import random
 
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
 from bert_tf import atomic_io
 from bert_tf.data import record_framing, tf_example
 from bert_tf.data.record_source import RecordSource
 from bert_tf.data.squad import examples as squad
-from bert_tf.data.tasks.pipeline import trim_batch
 from bert_tf.feature_schema import (
     DOC_SPAN_INDEX,
     END_POSITIONS,
@@ -49,6 +48,7 @@ from bert_tf.feature_schema import (
 from bert_tf.progress import Progress
 
 CACHE_FORMAT_VERSION = 2  # 2: CJK characters are words of their own (examples.split_context)
+WRITE_RECORDS = 1024  # records framed and written at a time
 TRAINING_SHUFFLE_SEED = 12345  # the original shuffles the training examples with random.Random(12345)
 
 
@@ -70,103 +70,59 @@ class PreparedSquad:
     from_cache: bool
 
 
-def _int_feature(values):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(v) for v in values]))
-
-
-def _ints(fields, name):
-    return list(fields[name].int64_list.value)
-
-
 def serialize_features(feature, is_training):
     """A SquadFeatures -> serialized tf.train.Example bytes (training or prediction record, see module)."""
-    fields = {UNIQUE_IDS: _int_feature([feature.unique_id])}
-    fields.update({name: _int_feature(getattr(feature, name)) for name in INPUT_NAMES})
+    fields = {UNIQUE_IDS: [feature.unique_id]}
+    fields.update({name: list(getattr(feature, name)) for name in INPUT_NAMES})
     if is_training:
-        fields[START_POSITIONS] = _int_feature([feature.start_position])
-        fields[END_POSITIONS] = _int_feature([feature.end_position])
-        fields[IS_IMPOSSIBLE] = _int_feature([int(feature.is_impossible)])
+        fields[START_POSITIONS] = [feature.start_position]
+        fields[END_POSITIONS] = [feature.end_position]
+        fields[IS_IMPOSSIBLE] = [int(feature.is_impossible)]
     else:
         count = len(feature.tokens)
-        fields[EXAMPLE_INDEX] = _int_feature([feature.example_index])
-        fields[DOC_SPAN_INDEX] = _int_feature([feature.doc_span_index])
-        fields[TOKENS] = tf.train.Feature(
-            bytes_list=tf.train.BytesList(value=[t.encode("utf-8") for t in feature.tokens]))
-        fields[TOKEN_TO_ORIG_MAP] = _int_feature([feature.token_to_orig_map.get(i, -1) for i in range(count)])
-        fields[TOKEN_IS_MAX_CONTEXT] = _int_feature(
-            [int(feature.token_is_max_context.get(i, False)) for i in range(count)])
-    return tf.train.Example(features=tf.train.Features(feature=fields)).SerializeToString()
+        fields[EXAMPLE_INDEX] = [feature.example_index]
+        fields[DOC_SPAN_INDEX] = [feature.doc_span_index]
+        fields[TOKENS] = [t.encode("utf-8") for t in feature.tokens]
+        fields[TOKEN_TO_ORIG_MAP] = [feature.token_to_orig_map.get(i, -1) for i in range(count)]
+        fields[TOKEN_IS_MAX_CONTEXT] = [int(feature.token_is_max_context.get(i, False)) for i in range(count)]
+    return tf_example.encode_example(fields)
 
 
 def read_prediction_features(record_file):
     """The SquadFeatures of a prediction record file, in order (labels None)."""
     features = []
-    for raw in tf.data.TFRecordDataset(record_file).as_numpy_iterator():
-        fields = tf.train.Example.FromString(raw).features.feature
+    for index, record in enumerate(RecordSource([record_file])):
+        try:
+            fields = tf_example.parse_example(record)
+        except ValueError as e:
+            raise ValueError(f"{record_file}: record {index}: {e}") from None
         if TOKENS not in fields:
             raise ValueError(f"{record_file}: not a prediction record file (no 'tokens' feature); was it "
                              "written for training?")
-        orig_map = _ints(fields, TOKEN_TO_ORIG_MAP)
-        max_context = _ints(fields, TOKEN_IS_MAX_CONTEXT)
+        ints = {name: fields[name].tolist() for name in fields if name != TOKENS}
+        orig_map, max_context = ints[TOKEN_TO_ORIG_MAP], ints[TOKEN_IS_MAX_CONTEXT]
         features.append(squad.SquadFeatures(
-            unique_id=_ints(fields, UNIQUE_IDS)[0], example_index=_ints(fields, EXAMPLE_INDEX)[0],
-            doc_span_index=_ints(fields, DOC_SPAN_INDEX)[0],
-            tokens=[t.decode("utf-8") for t in fields[TOKENS].bytes_list.value],
+            unique_id=ints[UNIQUE_IDS][0], example_index=ints[EXAMPLE_INDEX][0],
+            doc_span_index=ints[DOC_SPAN_INDEX][0], tokens=[t.decode("utf-8") for t in fields[TOKENS]],
             token_to_orig_map={i: w for i, w in enumerate(orig_map) if w >= 0},
             token_is_max_context={i: bool(m) for i, (w, m) in enumerate(zip(orig_map, max_context)) if w >= 0},
-            input_ids=_ints(fields, INPUT_IDS), input_mask=_ints(fields, INPUT_MASK),
-            segment_ids=_ints(fields, SEGMENT_IDS)))
+            input_ids=ints[INPUT_IDS], input_mask=ints[INPUT_MASK], segment_ids=ints[SEGMENT_IDS]))
     return features
 
 
-def feature_spec(max_seq_length, is_training):
-    """{name: FixedLenFeature} of what the model reads: the inputs and `unique_ids`, plus the labels for
-    training."""
-    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in INPUT_NAMES}
-    spec[UNIQUE_IDS] = tf.io.FixedLenFeature([], tf.int64)
-    if is_training:
-        spec.update({name: tf.io.FixedLenFeature([], tf.int64) for name in SPAN_LABELS})
+def training_spec(max_seq_length):
+    """{name: (length, NumPy dtype)} of a training record's features that the model reads: the inputs,
+    `unique_ids` and the span labels."""
+    spec = {name: (max_seq_length, np.int32) for name in INPUT_NAMES}
+    spec.update({name: (1, np.int32) for name in (UNIQUE_IDS, *SPAN_LABELS)})
     return spec
-
-
-def parsed_batches(dataset, max_seq_length, is_training, batch_size, drop_remainder=False):
-    """`dataset` of serialized records -> batches of `batch_size` parsed ones: {name: int32 [batch, ...]} of
-    `feature_spec`'s features (squad_dataset's parser)."""
-    spec = feature_spec(max_seq_length, is_training)
-
-    def parse(records):
-        parsed = tf.io.parse_example(records, spec)
-        return {name: tf.cast(value, tf.int32) for name, value in parsed.items()}
-
-    return dataset.batch(batch_size, drop_remainder=drop_remainder).map(parse, tf.data.AUTOTUNE)
-
-
-def squad_dataset(record_file, max_seq_length, is_training, batch_size, input_context=None, seed=None,
-                  widths=None):
-    """A tf.data.Dataset of feature dicts (int32): `input_ids`, `input_mask`, `segment_ids` [batch, T],
-    `unique_ids` [batch], and for training `start_positions`, `end_positions` [batch].
-
-    Training: sharded over the workers of `input_context`, repeated, shuffled (buffer 1000, `seed`), full
-    batches only, each cut to its longest window (`pipeline.trim_batch`, with `widths`: the answer positions
-    lie in the real tokens). Prediction: every record once, in order, the last batch possibly smaller.
-    """
-    dataset = tf.data.TFRecordDataset(record_file)
-    if is_training:
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        dataset = dataset.repeat().shuffle(1000, seed=seed)
-    dataset = parsed_batches(dataset, max_seq_length, is_training, batch_size, drop_remainder=is_training)
-    if is_training:
-        dataset = dataset.map(lambda batch: trim_batch(batch, widths), tf.data.AUTOTUNE)
-    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def read_training_features(record_file, max_seq_length):
     """The training windows of `record_file` in memory, read without TensorFlow (`record_source`, `tf_example`):
-    {name: int32 NumPy [windows, ...]} of squad_dataset's features (for `pipeline.make_dataset` or the Grain
+    {name: int32 NumPy [windows, ...]} of `training_spec`'s features (for `pipeline.make_dataset` or the Grain
     input, e.g. length-grouped batches). ValueError naming the file for a record that is not a training window."""
-    spec = {name: (max_seq_length, np.int32) for name in INPUT_NAMES}
-    spec.update({name: (1, np.int32) for name in (UNIQUE_IDS, *SPAN_LABELS)})
+    spec = training_spec(max_seq_length)
     rows = [tf_example.parse_fixed(record, spec, f"{record_file}: record {index}")
             for index, record in enumerate(RecordSource([record_file]))]
     if not rows:
@@ -224,22 +180,19 @@ def prepare_squad(input_file, tokenizer, cache_dir, max_seq_length, doc_stride, 
             return PreparedSquad(examples, read.skipped, record_file, num_features, True)
         logging.warning("Cached features not reused (%s); converting %s anew", damage, input_file)
     os.makedirs(cache_dir, exist_ok=True)
-    tmp_file = atomic_io.temporary_path(record_file)
     num_features, progress = 0, Progress("SQuAD features", len(examples), "examples")
-    try:
-        with tf.io.TFRecordWriter(tmp_file) as writer, progress:
-            for feature in squad.convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
-                                                              max_query_length, is_training):
-                writer.write(serialize_features(feature, is_training))
-                num_features += 1
-                if feature.doc_span_index == 0:
-                    progress.update(feature.example_index + 1)
-        atomic_io.publish([tmp_file], [record_file])
-    except tf.errors.OpError as e:  # TensorFlow's writer (e.g. a full disk): one line naming the file
-        raise atomic_io.disk_error(e, record_file) from None
-    finally:
-        if os.path.exists(tmp_file):
-            os.remove(tmp_file)
+    with atomic_io.atomic_write(record_file, "wb") as f, progress:
+        pending = []
+        for feature in squad.convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
+                                                          max_query_length, is_training):
+            pending.append(serialize_features(feature, is_training))
+            num_features += 1
+            if feature.doc_span_index == 0:
+                progress.update(feature.example_index + 1)
+            if len(pending) == WRITE_RECORDS:
+                f.write(record_framing.frame(pending))
+                pending.clear()
+        f.write(record_framing.frame(pending))
     # Last: workers sharing the cache take the records as complete once the summary is there.
     atomic_io.write_file(summary_file, json.dumps({
         "input_file": os.path.abspath(input_file), "num_examples": len(examples), "num_features": num_features,

@@ -39,6 +39,14 @@ class BertSelfAttention(keras.layers.Layer):
     example: its first, or in a causal model its last real token; either may see every real key), only that
     token attends: the keys and values are every token's, the context is [B, H] and the probabilities
     [B, heads, 1, T] (what the pooled output needs of a last layer, `BertEncoder`'s `pooled_only`).
+
+    `fused` (False; `BertEncoder.use_fused_attention`): on Keras's JAX backend, the logits, softmax and context
+    in one `jax.nn.dot_product_attention` call, cuDNN's fused kernel on an NVIDIA GPU (XLA's elsewhere), the
+    padding given as each example's number of real tokens (input_mask must be ones, then zeros: every feature
+    bert_tf makes is). The outputs at real positions are the unfused ones to float rounding (at the padding
+    they differ: padded queries attend to nothing). No probabilities come back (None), so there is no dropout
+    on them: training with dropout_rate > 0 is a ValueError. Not `keras.ops.dot_product_attention`: it takes no
+    sequence lengths, and on a TPU its Splash kernel applies the first example's mask to the whole batch.
     """
 
     def __init__(self, num_attention_heads, hidden_size, initializer_range=0.02, dropout_rate=0.1, causal=False,
@@ -64,6 +72,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.key = BertDense(hidden_size, initializer_range=initializer_range, name="key")
         self.value = BertDense(hidden_size, initializer_range=initializer_range, name="value")
         self.dropout = BertDropout(dropout_rate)
+        self.fused = False
 
     def build(self, input_shape):
         for dense in (self.query, self.key, self.value):
@@ -82,24 +91,54 @@ class BertSelfAttention(keras.layers.Layer):
             query = padded(self.query(hidden))
         else:  # [B, H] -> [B, 1, H]: one query per example
             query = ops.expand_dims(self.query(pooled_query), 1)
+        key, value = padded(self.key(hidden)), padded(self.value(hidden))
+        if self.fused:
+            context = self._fused_context(query, key, value, input_mask, training, pooled_query is None)
+            probs = None
+        else:
+            context, probs = self._context(query, key, value, input_mask, training, pooled_query is None)
+        if pooled_query is not None:
+            return context[:, 0, :], probs
+        return (packed.pack(context) if packed is not None else context), probs
+
+    def _context(self, query, key, value, input_mask, training, all_queries):
+        """query [B, Tq, H], key and value [B, T, H] -> (context [B, Tq, H], probabilities float32
+        [B, heads, Tq, T]): the original's attention."""
         if self.scales_query:
             query = query * ops.cast(self.scale, query.dtype)
-        query = self._split_heads(query)
-        key = self._split_heads(padded(self.key(hidden)))
-        value = self._split_heads(padded(self.value(hidden)))
+        query, key, value = self._split_heads(query), self._split_heads(key), self._split_heads(value)
         logits = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         logits = ops.cast(logits, "float32")
         if not self.scales_query:
             logits = logits * self.scale
-        logits += attention_bias(input_mask, self.causal and pooled_query is None)
+        logits += attention_bias(input_mask, self.causal and all_queries)
         probs = ops.softmax(logits, axis=-1)
         dropped = ops.cast(self.dropout(probs, training=training), self.compute_dtype)
         context = ops.transpose(ops.matmul(dropped, value), (0, 2, 1, 3))
         batch, length = ops.shape(context)[0], ops.shape(context)[1]
-        context = ops.reshape(context, (batch, length, self.hidden_size))
-        if pooled_query is not None:
-            return context[:, 0, :], probs
-        return (packed.pack(context) if packed is not None else context), probs
+        return ops.reshape(context, (batch, length, self.hidden_size)), probs
+
+    def _fused_context(self, query, key, value, input_mask, training, all_queries):
+        """query [B, Tq, H], key and value [B, T, H] -> context [B, Tq, H] by `jax.nn.dot_product_attention`
+        (see `fused` in the class docstring)."""
+        if keras.backend.backend() != "jax":
+            raise ValueError(f"fused attention runs on Keras's JAX backend, not {keras.backend.backend()}")
+        if training and self.dropout_rate > 0:
+            raise ValueError(f"fused attention has no dropout on the attention probabilities; this layer has "
+                             f"dropout_rate={self.dropout_rate} (train with attention_probs_dropout_prob=0)")
+        import jax
+
+        def heads(x):  # [B, T, H] -> [B, T, heads, head_size]
+            return ops.reshape(x, (ops.shape(x)[0], ops.shape(x)[1], self.num_attention_heads, self.head_size))
+
+        lengths = ops.sum(ops.cast(input_mask, "int32"), axis=1)
+        query_lengths = lengths if all_queries else ops.ones_like(lengths)
+        on_gpu = jax.devices()[0].platform == "gpu"
+        context = jax.nn.dot_product_attention(
+            heads(query), heads(key), heads(value), scale=self.scale, is_causal=self.causal and all_queries,
+            query_seq_lengths=query_lengths, key_value_seq_lengths=lengths,
+            implementation="cudnn" if on_gpu else None)
+        return ops.reshape(context, (ops.shape(query)[0], ops.shape(query)[1], self.hidden_size))
 
     def get_config(self):
         return {**super().get_config(), "num_attention_heads": self.num_attention_heads,

@@ -40,7 +40,7 @@ class BertSpanLabeler(BertTaskModel):
         model = BertSpanLabeler(config)
         bert_tf.load_checkpoint(model, "uncased_L-12_H-768_A-12/bert_model.ckpt")
         model.compile(keras.optimizers.AdamW(3e-5))
-        model.fit(squad_records.squad_dataset(record_file, 384, is_training=True, batch_size=12))
+        model.fit(squad_pipeline.squad_dataset(record_file, 384, is_training=True, batch_size=12))
     """
 
     def __init__(self, config, **kwargs):
