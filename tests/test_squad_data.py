@@ -139,16 +139,6 @@ def test_answer_span_is_narrowed_to_the_word_pieces_of_the_answer(tmp_path, toke
     assert answers == [["1895"], ["japanese"]]
 
 
-def test_windows_and_max_context():
-    assert squad.doc_spans(10, 4, 3) == [(0, 4), (3, 4), (6, 4)]
-    assert squad.doc_spans(10, 4, 8) == [(0, 4), (4, 4), (8, 2)]  # the stride never skips pieces
-    assert squad.doc_spans(0, 4, 3) == [(0, 0)]  # an empty context still gets a window
-    # The original's example: "bought" (position 7) has 1 left / 3 right context in window C, 4 / 0 in B.
-    spans = [(0, 5), (3, 5), (6, 5)]
-    assert squad.max_context_windows(spans, 11)[7] == 2
-    assert squad.max_context_windows(spans, 11)[4] == 1
-
-
 # --------------------------------------------------------------------------------------------- bad input
 
 def test_malformed_json_names_the_file(tmp_path):

@@ -57,7 +57,7 @@ def test_label_on_the_first_word_piece(tokenizer):
     features, positions = tagging.convert_sentences([sentence], ["O", "B-PER", "B-LOC"], 12, tokenizer)
     tokens = tokenizer.convert_ids_to_tokens(features["input_ids"][0][:features["input_mask"][0].sum()].tolist())
     assert tokens == ["[CLS]", "johan", "##son", "visited", "[UNK]", "zurich", "[SEP]"]
-    assert positions == [[1, 3, 4, 5]]
+    assert positions == [[(0, 1), (0, 3), (0, 4), (0, 5)]]
     assert features["label_ids"][0].tolist() == [-100, 1, -100, 0, 0, 2] + [-100] * 6
     assert features["segment_ids"].sum() == 0 and features["is_real_example"].tolist() == [1]
     with pytest.raises(ValueError, match=r"^x:4: tag 'B-LOC' is not one of the training tags \(O B-PER\)$"):
@@ -70,7 +70,7 @@ def test_truncated_words_are_predicted_o_and_scored(tokenizer, tmp_path):
             tagging.TaggedSentence(["Hi", "Anna"], ["O", "B-PER"], "x:6")]
     labels = ["O", "B-LOC", "B-PER", "I-LOC"]
     features, positions = tagging.convert_sentences(gold, labels, 5, tokenizer)
-    assert positions == [[1, 2, 3], [1, 2]]  # "big" did not fit
+    assert positions == [[(0, 1), (0, 2), (0, 3)], [(1, 1), (1, 2)]]  # "big" did not fit
     logits = np.zeros((2, 5, 4), np.float32)
     logits[0, 1, 1] = logits[0, 2, 3] = logits[0, 3, 2] = 1.0  # B-LOC I-LOC B-PER
     logits[1, 2, 2] = 1.0  # O B-PER
@@ -124,3 +124,46 @@ def test_truncated_sentences_are_counted_in_the_warning(tokenizer, caplog):
     dropped = sum(len(s.words) for s in sentences) - sum(kept)
     assert f"3 of 4 sentences (75%) are longer than max_seq_length=12: {dropped} of their words did not fit" in \
         caplog.text
+
+
+def test_windows_tag_every_word_of_a_long_sentence_where_it_has_most_context(tokenizer):
+    """doc_stride: real WNUT sentences run together (far beyond max_seq_length=16) become windows of 14 pieces, 5
+    apart: every word is labelled at its first piece in each window holding it, and is read in the window where
+    that piece has the most context (recomputed here); gold logits give back every gold tag, none cut."""
+    parts = tagging.read_conll(WNUT)[:6]
+    long = tagging.TaggedSentence([w for s in parts for w in s.words], [t for s in parts for t in s.tags], "x:1")
+    short = tagging.TaggedSentence(parts[0].words[:4], parts[0].tags[:4], "y:1")
+    labels = tagging.label_list(parts)
+    features, positions = tagging.convert_sentences([long, short], labels, 16, tokenizer, doc_stride=5)
+    pieces, firsts = [], []
+    for word in long.words:
+        firsts.append(len(pieces))
+        pieces += tokenizer.tokenize(word) or ["[UNK]"]
+    starts = [0]
+    while starts[-1] + 14 < len(pieces):
+        starts.append(starts[-1] + 5)
+    assert len(positions[0]) == len(long.words) and len(features["input_ids"]) == len(starts) + 1
+    for word, first, (row, position) in zip(long.words, firsts, positions[0]):
+        scores = [min(first - s, min(s + 14, len(pieces)) - 1 - first) + 0.01 * (min(s + 14, len(pieces)) - s)
+                  if s <= first < s + 14 else -1 for s in starts]
+        assert row == scores.index(max(scores)) and position == 1 + first - starts[row]
+        assert tokenizer.convert_ids_to_tokens([int(features["input_ids"][row, position])]) == \
+            [(tokenizer.tokenize(word) or ["[UNK]"])[0]]
+    for row, start in enumerate(starts):  # every first piece inside a window carries its word's label there
+        held = [i for i, first in enumerate(firsts) if start <= first < start + 14]
+        assert [features["label_ids"][row, 1 + firsts[i] - start] for i in held] == \
+            [labels.index(long.tags[i]) for i in held]
+    assert positions[1] == [(len(starts), p) for _, p in positions[1]]  # the short sentence: one row of its own
+    gold = np.where(features["label_ids"] >= 0, features["label_ids"], 0)
+    assert tagging.predicted_tags(gold, positions, labels, [long, short]) == [long.tags, short.tags]
+
+
+def test_window_settings_that_cannot_work_are_refused():
+    from bert_tf.training.ner_run import TaggingTask
+    assert TaggingTask("d", truncation="windows").stride(128) == 63
+    for task, message in [(TaggingTask("d", truncation="windows", doc_stride=126), "doc_stride=126 must be >= 1 and "
+                           "less than the window"),
+                          (TaggingTask("d", doc_stride=64), "doc_stride=64 is for truncation=windows"),
+                          (TaggingTask("d", truncation="tail"), "truncation='tail' is not one of head, windows")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            task.stride(128)

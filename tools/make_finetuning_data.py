@@ -21,7 +21,8 @@ position, as articles follow each other: the first 1 - dev_fraction of the lines
 rest dev and half test, each cut moved forward to the next headline-like line (one that does not end a
 sentence), so that at most the article around a cut could straddle it. Lines (paragraphs of 95 characters on
 average, up to 1,019) are cut into sentences after 。！？； and closing quotes, and a sentence longer than
---max_chars (default 126: [CLS], 126 characters, [SEP] make 128) again at ， or, failing that, between words.
+--max_chars (default 126: [CLS], 126 characters, [SEP] make 128) again at ， or, failing that, between words;
+`--max_chars=0` keeps each line whole, a paragraph per line (for run_ner.py --truncation=windows).
 peoples_daily_ner writes the same sentences one character and its BIO tag (PER, LOC, ORG) per line, a blank
 line between sentences: MSRA NER's layout, for `--tag_scheme=entities` (the default CoNLL input).
 
@@ -157,12 +158,14 @@ def peoples_daily_lines(dev_fraction):
 
 
 def peoples_daily_splits(dev_fraction, max_chars, articles=False):
-    """{"train", "dev", "test": sentences (lists of (word, tag) pairs)} of `peoples_daily_lines`; articles:
-    instead, per split its articles (lines from one headline-like line to the next), each a list of its
-    sentences' texts."""
+    """{"train", "dev", "test": sentences (lists of (word, tag) pairs)} of `peoples_daily_lines` (max_chars 0: the
+    lines whole); articles: instead, per split its articles (lines from one headline-like line to the next), each
+    a list of its sentences' texts."""
     parts = peoples_daily_lines(dev_fraction)
     if articles:
         return {name: _articles(part) for name, part in parts.items()}
+    if max_chars == 0:
+        return parts
     return {name: [s for pairs in part for s in _sentences_of(pairs, max_chars)] for name, part in parts.items()}
 
 
@@ -250,11 +253,18 @@ def main(argv=None):
     parser.add_argument("out_dir")
     parser.add_argument("--dev_fraction", type=float, default=DEV_FRACTION)
     parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--max_chars", type=int, default=None, help="peoples_daily and peoples_daily_ner: the "
+                        "longest sentence, in characters (default 126; 0 keeps each line, a paragraph, whole)")
     args = parser.parse_args(argv)
     if not 0.0 < args.dev_fraction < 1.0:
         parser.error(f"--dev_fraction={args.dev_fraction} must be between 0 and 1")
+    by_length = {"max_chars": args.max_chars} if args.max_chars is not None else {}
+    if by_length and args.dataset not in ("peoples_daily", "peoples_daily_ner"):
+        parser.error(f"--max_chars is for peoples_daily and peoples_daily_ner, not {args.dataset}")
+    if args.max_chars is not None and args.max_chars < 0:
+        parser.error(f"--max_chars={args.max_chars} must be >= 0 (0: lines whole)")
     os.makedirs(args.out_dir, exist_ok=True)
-    counts = MAKERS[args.dataset](args.out_dir, args.dev_fraction, args.seed)
+    counts = MAKERS[args.dataset](args.out_dir, args.dev_fraction, args.seed, **by_length)
     print(f"{args.dataset}: " + ", ".join(f"{n} {name}" for name, n in counts.items()) + f" in {args.out_dir}")
 
 

@@ -8,6 +8,9 @@
 pooling, normalization and max_seq_length; other checkpoints take --pooling, --normalize, --max_seq_length).
 The config and vocab.txt default to the ones in (or beside) the checkpoint. The output is `.npy` (float32
 [N, H], in input order) or `.jsonl` (`{"index": i, "embedding": [...]}` per line), written atomically.
+A text longer than --max_seq_length is truncated (sentence-transformers' default); with `--doc_stride=N` it is read
+whole: windows N word pieces apart, each embedded, averaged weighted by their tokens (normalized again when the
+model normalizes).
 `--query` prints the --top_k lines most similar to the query (cosine): `rank<TAB>score<TAB>line<TAB>text`.
 """
 
@@ -25,8 +28,11 @@ flags.DEFINE_string("output_file", None, "Where to write the embeddings: .npy (f
                     "Optional with --query.")
 flags.DEFINE_integer("max_seq_length", None, "Tokens per text, [CLS]/[SEP] included; longer texts are "
                      "truncated. Default: the sentence-transformers directory's max_seq_length, else 128.")
-flags.DEFINE_integer("batch_size", 32, "Texts per forward pass (sorted by length, each batch cut to about its "
-                     "longest).")
+flags.DEFINE_integer("doc_stride", None, "Read each text whole: a text longer than max_seq_length becomes windows of "
+                     "max_seq_length - 2 word pieces this many apart (1 <= N < max_seq_length - 2), and its "
+                     "embedding the mean of the windows' weighted by their tokens.")
+flags.DEFINE_integer("batch_size", 32, "Texts (windows) per forward pass (sorted by length, each batch cut to about "
+                     "its longest).")
 flags.DEFINE_string("query", None, "Print the --top_k lines of --input_file most similar to this text.")
 flags.DEFINE_integer("top_k", 5, "How many lines --query prints.")
 for _name in ("init_checkpoint", "input_file"):
@@ -48,12 +54,15 @@ def main(_):
         "input_file", "vocab_file", "bert_config_file", "init_checkpoint"))
     from bert_tf import embedding  # TensorFlow: after the flag checks
     from bert_tf.checkpoints import config_of, load_checkpoint
+    from bert_tf.data import windows
     from bert_tf.formats.sentence_transformers import embedder_options
     from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
     from bert_tf.tokenization import FullTokenizer
 
     source = model_flags.init_checkpoint()  # opened once: the config, settings, checks and weights come from it
     options = embedder_options(source, FLAGS.pooling, FLAGS.normalize, FLAGS.max_seq_length)
+    if FLAGS.doc_stride is not None:
+        windows.check_stride(options["max_seq_length"] - 2, FLAGS.doc_stride)
     config = config_of(source, FLAGS.bert_config_file)
     model_flags.check_init_checkpoint(config)
     vocab_file = FLAGS.vocab_file or source.vocab_file
@@ -64,9 +73,10 @@ def main(_):
     texts = embedding.read_texts(FLAGS.input_file)
     embedder = BertSentenceEmbedder(config, options["pooling"], options["normalize"])
     load_checkpoint(embedder, source)
-    logging.info("Embedding %d texts: %s pooling%s, max_seq_length %d", len(texts), options["pooling"],
-                 ", normalized" if options["normalize"] else "", options["max_seq_length"])
-    encoder = embedding.SentenceEncoder(embedder, tokenizer, options["max_seq_length"])
+    logging.info("Embedding %d texts: %s pooling%s, max_seq_length %d, %s", len(texts), options["pooling"],
+                 ", normalized" if options["normalize"] else "", options["max_seq_length"],
+                 "truncated" if FLAGS.doc_stride is None else f"read whole in windows {FLAGS.doc_stride} pieces apart")
+    encoder = embedding.SentenceEncoder(embedder, tokenizer, options["max_seq_length"], FLAGS.doc_stride)
     vectors = encoder.encode(texts, FLAGS.batch_size, description="embedding")
     if FLAGS.output_file:
         embedding.write_embeddings(FLAGS.output_file, vectors)

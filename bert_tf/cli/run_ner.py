@@ -22,8 +22,10 @@ LOC (ns) and ORG (nt), or words with their POS tags (bert_tf/data/tasks/peoples_
 
     python run_ner.py --data_dir=peoples_daily --input_format=peoples_daily --tag_scheme=segmentation ...
 
-Each word's label is predicted at its first word piece (Devlin et al. 2019, section 5.3). The same flags as
-run_classifier.py otherwise.
+Each word's label is predicted at its first word piece (Devlin et al. 2019, section 5.3). A sentence longer than
+--max_seq_length is cut (its last words predicted O), or with --truncation=windows read whole: windows
+--doc_stride pieces apart, every window holding a word's first piece trains on its tag, and the word is tagged in
+the window where it has the most context. The same flags as run_classifier.py otherwise.
 
 `--feature_based` trains a BiLSTM tagger on the frozen encoder's activations instead of fine-tuning (the
 paper's Table 7), with the same outputs; `--task_head=bilstm` fine-tunes the encoder with that BiLSTM head.
@@ -42,7 +44,7 @@ from absl import flags
 from bert_tf import run_directory
 from bert_tf.cli import finetuning_flags, flag_checks, model_flags, scripting
 from bert_tf.data.tasks.tagging import SCHEMES
-from bert_tf.training.ner_run import INPUT_FORMATS, PREDICTION_FILES, TaggingTask, run_ner
+from bert_tf.training.ner_run import INPUT_FORMATS, PREDICTION_FILES, TRUNCATIONS, TaggingTask, run_ner
 
 FLAGS = flags.FLAGS
 flags.adopt_module_key_flags(finetuning_flags)  # its flags in --help, not only in --helpfull
@@ -64,6 +66,12 @@ flags.DEFINE_string("feature_layers", "concat_last_four", "--feature_based: the 
                     "embeddings, second_to_last, last, weighted_sum_last_four, concat_last_four (the paper's best), "
                     "weighted_sum_all, or layer indices such as 10,11,12 (0: the embeddings; concatenated). Weighted "
                     "sums learn softmax-normalised scalar weights and a scale, as ELMo.")
+
+flags.DEFINE_enum("truncation", "head", TRUNCATIONS, "A sentence longer than --max_seq_length: head cuts it (the "
+                  "words that do not fit are predicted O, or S in segmentation); windows reads it whole, in windows "
+                  "--doc_stride word pieces apart, each word tagged in the window where it has the most context.")
+flags.DEFINE_integer("doc_stride", None, "--truncation=windows: word pieces between the starts of two windows "
+                     "(1 <= N < max_seq_length - 2; default half a window).")
 
 
 def task():

@@ -21,6 +21,7 @@ import numpy as np
 from absl import logging
 
 from bert_tf import run_directory
+from bert_tf.data import windows
 from bert_tf.data.tasks import peoples_daily, tagging
 from bert_tf.evaluation import conlleval, segmentation
 from bert_tf.evaluation.probabilities import softmax_cross_entropy
@@ -45,6 +46,9 @@ class TaggingTask:
       sentence and a BiLSTM tagger trains on them.
     head: the tagger's head options ({}: the original linear layer; {"task_head": "bilstm", "bilstm_size": ...,
       "bilstm_layers": ...}; feature_based always has a BiLSTM, of these sizes).
+    truncation: a sentence longer than max_seq_length is "head": cut (its last words predicted
+      tagging.TRUNCATED_TAG), or "windows": read whole in windows `doc_stride` word pieces apart (None: half a
+      window), each word tagged in the window where it has the most context (`tagging.convert_sentences`).
     """
     data_dir: str
     train_file: str = "train.txt"
@@ -55,6 +59,21 @@ class TaggingTask:
     feature_based: bool = False
     feature_layers: str = "concat_last_four"
     head: dict = dataclasses.field(default_factory=dict)
+    truncation: str = "head"
+    doc_stride: int = None
+
+    def stride(self, max_seq_length):
+        """The windows' stride for sentences of `max_seq_length` (None: cut them); ValueError for a truncation
+        not in TRUNCATIONS, a doc_stride without windows, or one outside 1 <= N < max_seq_length - 2."""
+        if self.truncation not in TRUNCATIONS:
+            raise ValueError(f"truncation={self.truncation!r} is not one of {', '.join(TRUNCATIONS)}")
+        if self.truncation == "head":
+            if self.doc_stride is not None:
+                raise ValueError(f"doc_stride={self.doc_stride} is for truncation=windows (truncation=head cuts)")
+            return None
+        stride = (max_seq_length - 2) // 2 if self.doc_stride is None else self.doc_stride
+        windows.check_stride(max_seq_length - 2, stride)
+        return stride
 
     def model(self, config, num_labels):
         """The tagger: BertFeatureTagger when feature_based, else BertTokenClassifier."""
@@ -73,6 +92,7 @@ class TaggingTask:
 
 
 INPUT_FORMATS = ("conll", "peoples_daily")
+TRUNCATIONS = ("head", "windows")
 PREDICTION_FILES = {"dev": "eval_predictions.txt", "test": "test_predictions.txt"}  # in output_dir
 # Each tag scheme's dev scores (eval_<name> in eval_results.txt; TaggingRun.scores).
 # Each names attributes of the scheme's scores: WordAccuracy, segmentation.SegmentationScores, ConllevalResult.
@@ -100,6 +120,7 @@ class TaggingRun:
 
     def __init__(self, options, task, tokenizer):
         self.options, self.task, self.tokenizer = options, task, tokenizer
+        self.stride = task.stride(options.max_seq_length)
         self._sentences, self._features = {}, {}
         self.labels = tagging.label_list(self.sentences(task.train_file))
         logging.info("%d labels from %s: %s", len(self.labels), task.train_file, " ".join(self.labels))
@@ -115,7 +136,7 @@ class TaggingRun:
         if name not in self._features:
             self._features[name] = tagging.convert_sentences(self.sentences(name), self.labels,
                                                              self.options.max_seq_length, self.tokenizer,
-                                                             self.task.tag_scheme)
+                                                             self.task.tag_scheme, self.stride)
         return self._features[name]
 
     def predict(self, tuner, name, batch_size):
@@ -188,6 +209,7 @@ def run_ner(options, task, strategy=None, config_name="the config"):
     `distribute.current_strategy()`): every file read and checked before any model is built (a bad line, or
     a dev / tagged test tag the model cannot predict, fails first), then training, evaluation and prediction as
     the options ask. Returns the final dev results, or None without do_eval."""
+    task.stride(options.max_seq_length)  # bad window settings fail before anything is read or written
     strategy = strategy or distribute.current_strategy()
     tokenizer = finetuning_run.start(options, strategy, config_name=config_name)
     run = TaggingRun(options, task, tokenizer)

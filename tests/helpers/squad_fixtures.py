@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-from bert_tf.data.squad import examples as squad
+from bert_tf.data import windows
 from bert_tf.evaluation.squad import normalize_answer
 from bert_tf.tokenization import is_cjk
 from tests.helpers.configs import script_config, write_config
@@ -81,7 +81,7 @@ def make_hard_squad(path, tokenizer, version_2, max_seq_length=128, doc_stride=3
     for context in _contexts(rng, num_contexts, min_words):
         words = list(WORD.finditer(context))
         piece_to_word = [i for i, w in enumerate(words) for _ in tokenizer.tokenize(w.group())]
-        spans = squad.doc_spans(len(piece_to_word), max_seq_length - query_length - 3, doc_stride)
+        spans = windows.doc_spans(len(piece_to_word), max_seq_length - query_length - 3, doc_stride)
         borders = sorted({p for s, n in spans for p in (s, s + 1, s + n - 2, s + n - 1) if 0 <= p < len(piece_to_word)})
         starts = [piece_to_word[p] for p in borders] + rng.sample(range(len(words)), 12)
         starts += [i for i, w in enumerate(words) if w.group() in ("Zürich", "東京", "ＡＢＣ", "😀", "Ångström-level.")]

@@ -24,6 +24,7 @@ import json
 
 from absl import logging
 
+from bert_tf.data.windows import doc_spans, max_context_windows
 from bert_tf.tokenization import is_cjk
 
 FIRST_UNIQUE_ID = 1000000000  # the original's first feature id
@@ -267,34 +268,6 @@ def improve_answer_span(doc_pieces, start, end, tokenizer, orig_answer_text):
             if " ".join(doc_pieces[new_start:new_end + 1]) == answer:
                 return new_start, new_end
     return start, end
-
-
-def doc_spans(num_pieces, max_tokens_for_doc, doc_stride):
-    """The sliding windows over `num_pieces` word pieces, as (start, length) pairs: each window holds up to
-    `max_tokens_for_doc` pieces, the next starts `doc_stride` later, the last reaches the end. An empty
-    context gets one empty window (so that its question still gets a prediction)."""
-    spans, start = [], 0
-    while start < num_pieces:
-        length = min(num_pieces - start, max_tokens_for_doc)
-        spans.append((start, length))
-        if start + length == num_pieces:
-            break
-        start += min(length, doc_stride)
-    return spans or [(0, 0)]
-
-
-def max_context_windows(spans, num_pieces):
-    """For each of `num_pieces` piece positions, the index of the window (in `spans`) that gives it the most
-    context: the window maximising min(left context, right context) + 0.01 * window length, the first such
-    window on ties (the original's `_check_is_max_context`, computed once for all positions)."""
-    best_scores, best_windows = [None] * num_pieces, [None] * num_pieces
-    for index, (start, length) in enumerate(spans):
-        end = start + length - 1
-        for position in range(start, end + 1):
-            score = min(position - start, end - position) + 0.01 * length
-            if best_scores[position] is None or score > best_scores[position]:
-                best_scores[position], best_windows[position] = score, index
-    return best_windows
 
 
 def _word_pieces(doc_tokens, tokenizer):

@@ -22,6 +22,7 @@ import numpy as np
 from absl import logging
 
 from bert_tf import atomic_io
+from bert_tf.data import windows
 from bert_tf.data.packing import truncation_note
 from bert_tf.data.text_lines import read_lines
 from bert_tf.feature_schema import IGNORE_LABEL, INPUT_IDS, INPUT_MASK, IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS
@@ -147,62 +148,80 @@ def is_iobes(labels):
     return any(t[:2] in ("E-", "S-") for t in labels)
 
 
-def convert_sentences(sentences, labels, max_seq_length, tokenizer, scheme="entities"):
+def convert_sentences(sentences, labels, max_seq_length, tokenizer, scheme="entities", doc_stride=None):
     """Sentences -> features for BertTokenClassifier.
 
     `[CLS] pieces [SEP]`, zero-padded; a word that tokenizes to nothing becomes [UNK] so every word has a
-    first piece. Pieces beyond max_seq_length - 2 are dropped (their words are counted and logged, and
-    predicted TRUNCATED_TAG). A tag not in `labels` is a ValueError, or for scheme "pos" a warning and the label
-    IGNORE_LABEL (`check_tags`).
+    first piece. A tag not in `labels` is a ValueError, or for scheme "pos" a warning and the label
+    IGNORE_LABEL (`check_tags`). A sentence longer than max_seq_length - 2 pieces:
+      doc_stride None: cut there; the words that do not fit whole are dropped (counted and logged, and
+        predicted TRUNCATED_TAG).
+      doc_stride N: read whole, as windows of max_seq_length - 2 pieces N apart (`bert_tf.data.windows`), one
+        row each; a word is labelled in every window that holds its first piece and predicted in the one where
+        that piece has the most context. No word is dropped.
 
     Returns:
-      (features, word_positions): features {"input_ids", "input_mask", "segment_ids": int32 [N, T],
-      "label_ids": int32 [N, T] (label id at each word's first piece, IGNORE_LABEL elsewhere and for
-      untagged sentences), "is_real_example": int32 [N]}; word_positions: per sentence, the position of
-      each kept word's first piece.
+      (features, word_positions): features {"input_ids", "input_mask", "segment_ids": int32 [R, T],
+      "label_ids": int32 [R, T] (label id at each word's first piece, IGNORE_LABEL elsewhere and for
+      untagged sentences), "is_real_example": int32 [R]}, R rows (one per sentence, or per window);
+      word_positions: per sentence, a (row, position) pair for each predicted word: where its tag is read.
     """
     check_tags(sentences, labels, scheme)
     label_map = {label: i for i, label in enumerate(labels)}
-    n = len(sentences)
-    features = {k: np.zeros((n, max_seq_length), np.int32) for k in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)}
-    features[LABEL_IDS] = np.full((n, max_seq_length), IGNORE_LABEL, np.int32)
-    features[IS_REAL_EXAMPLE] = np.ones(n, np.int32)
-    word_positions, truncated_words, truncated_sentences = [], 0, 0
-    for row, sentence in enumerate(sentences):
-        tokens, positions, label_ids = ["[CLS]"], [], [IGNORE_LABEL]
+    window = max_seq_length - 2
+    rows, word_positions, truncated_words, truncated_sentences, windowed = [], [], 0, 0, 0
+    for sentence in sentences:
+        pieces, first_pieces, piece_labels = [], [], []
         for index, word in enumerate(sentence.words):
-            pieces = tokenizer.tokenize(word) or ["[UNK]"]
-            if len(tokens) + len(pieces) > max_seq_length - 1:
-                truncated_words += len(sentence.words) - index
-                truncated_sentences += 1
-                break
-            positions.append(len(tokens))
+            word_pieces = tokenizer.tokenize(word) or ["[UNK]"]
             tag = sentence.tags[index] if sentence.tags else None
-            label_ids += [label_map.get(tag, IGNORE_LABEL)] + [IGNORE_LABEL] * (len(pieces) - 1)
-            tokens += pieces
-        tokens.append("[SEP]")
-        label_ids.append(IGNORE_LABEL)
-        length = len(tokens)
-        features[INPUT_IDS][row, :length] = tokenizer.convert_tokens_to_ids(tokens)
+            first_pieces.append(len(pieces))
+            piece_labels += [label_map.get(tag, IGNORE_LABEL)] + [IGNORE_LABEL] * (len(word_pieces) - 1)
+            pieces += word_pieces
+        if doc_stride is None:
+            ends = first_pieces[1:] + [len(pieces)]  # each word's end: where the next word starts
+            kept = sum(end <= window for end in ends)
+            if kept < len(sentence.words):
+                truncated_words += len(sentence.words) - kept
+                truncated_sentences += 1
+            spans = [(0, ends[kept - 1] if kept else 0)]
+            best = [0] * kept
+        else:
+            spans = windows.doc_spans(len(pieces), window, doc_stride)
+            windowed += len(spans) > 1
+            best_windows = windows.max_context_windows(spans, len(pieces))
+            best = [best_windows[first] for first in first_pieces]
+        word_positions.append([(len(rows) + w, 1 + first - spans[w][0]) for w, first in zip(best, first_pieces)])
+        rows += [(pieces[start:start + length], piece_labels[start:start + length]) for start, length in spans]
+    features = {k: np.zeros((len(rows), max_seq_length), np.int32) for k in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)}
+    features[LABEL_IDS] = np.full((len(rows), max_seq_length), IGNORE_LABEL, np.int32)
+    features[IS_REAL_EXAMPLE] = np.ones(len(rows), np.int32)
+    for row, (pieces, piece_labels) in enumerate(rows):
+        length = len(pieces) + 2
+        features[INPUT_IDS][row, :length] = tokenizer.convert_tokens_to_ids(["[CLS]", *pieces, "[SEP]"])
         features[INPUT_MASK][row, :length] = 1
-        features[LABEL_IDS][row, :length] = label_ids
-        word_positions.append(positions)
+        features[LABEL_IDS][row, 1:length - 1] = piece_labels
+    if len(rows) > len(sentences):
+        logging.info("%s: read whole in windows of %d word pieces, %d apart (%d rows for %d sentences)",
+                     truncation_note(windowed, len(sentences), "sentences", max_seq_length), window, doc_stride,
+                     len(rows), len(sentences))
     if truncated_words:
         logging.warning("%s: %d of their words did not fit and get the tag of a truncated word (O, or S in "
-                        "segmentation)", truncation_note(truncated_sentences, n, "sentences", max_seq_length),
-                        truncated_words)
+                        "segmentation)", truncation_note(truncated_sentences, len(sentences), "sentences",
+                                                         max_seq_length), truncated_words)
     return features, word_positions
 
 
 def predicted_tags(logits, word_positions, labels, sentences, truncated_tag="O"):
-    """Per sentence, the predicted tag of every word: the argmax at its first piece, `truncated_tag` for words
-    that were truncated away. logits: float [N, T, num_labels] (or label ids int [N, T])."""
+    """Per sentence, the predicted tag of every word: the argmax at its first piece in the row
+    `word_positions` names (`convert_sentences`), `truncated_tag` for words that were truncated away.
+    logits: float [R, T, num_labels] (or label ids int [R, T])."""
     ids = np.asarray(logits)
     if ids.ndim == 3:
         ids = ids.argmax(-1)
     result = []
-    for row, (positions, sentence) in enumerate(zip(word_positions, sentences)):
-        tags = [labels[i] for i in ids[row, positions]]
+    for positions, sentence in zip(word_positions, sentences):
+        tags = [labels[ids[row, position]] for row, position in positions]
         result.append(tags + [truncated_tag] * (len(sentence.words) - len(tags)))
     return result
 
