@@ -184,7 +184,9 @@ def test_config_file_on_a_full_disk(small_disk):
 
 
 class _Extractor:
-    """Stands in for FeatureExtractor: one large JSON object per example."""
+    """Stands in for FeatureExtractor: one large JSON object per example (texts cut, not windowed)."""
+
+    doc_stride = None
 
     def extract(self, examples):
         return [(e.unique_id, e.text_a) for e in examples]
