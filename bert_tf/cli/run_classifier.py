@@ -31,6 +31,7 @@ from absl import flags
 
 from bert_tf.cli import finetuning_flags, model_flags, scripting
 from bert_tf.data.tasks import classification
+from bert_tf.modeling.tasks.document_classifier import AGGREGATIONS
 from bert_tf.training.classifier_run import ClassifierTask, run_classifier
 
 FLAGS = flags.FLAGS
@@ -49,9 +50,17 @@ flags.DEFINE_list("label_list", None, "custom task: the labels, in label-id orde
                   "labels of train.*).")
 flags.DEFINE_bool("regression", False, "custom task: the labels are numbers (one output, squared error).")
 flags.DEFINE_string("xnli_language", "zh", "xnli task: the language to train and evaluate on.")
-flags.DEFINE_enum("truncation", "head", classification.TRUNCATIONS, "Which word pieces of a single text longer "
-                  "than max_seq_length - 2 to keep: head (the original), tail, or head+tail (the first quarter "
-                  "and the last three quarters).")
+flags.DEFINE_enum("truncation", "head", (*classification.TRUNCATIONS, classification.WINDOWS), "Which word pieces "
+                  "of a single text longer than max_seq_length - 2 to keep: head (the original), tail, or head+tail "
+                  "(the first quarter and the last three quarters); or windows: all of them, the document read "
+                  "through windows --doc_stride pieces apart and classified by --window_aggregation.")
+flags.DEFINE_integer("doc_stride", None, "--truncation=windows: word pieces between the starts of two windows "
+                     "(1 <= N < max_seq_length - 2; default half a window).")
+flags.DEFINE_integer("max_windows", 16, "--truncation=windows: the most windows read per document (a longer one "
+                     "reads this many, spread over it); memory and time grow with it.")
+flags.DEFINE_enum("window_aggregation", "mean", AGGREGATIONS, "--truncation=windows: the document's logits from its "
+                  "windows': mean or max of the windows' logits, or attention (a learned weighting of the windows' "
+                  "[CLS] vectors).")
 
 
 def main(_):

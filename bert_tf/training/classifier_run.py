@@ -17,7 +17,7 @@ import os
 from absl import logging
 
 from bert_tf import run_directory
-from bert_tf.data import packing
+from bert_tf.data import packing, windows
 from bert_tf.data.tasks import classification
 from bert_tf.data.tasks import clue as clue_tasks
 from bert_tf.data.tasks import glue as glue_tasks
@@ -26,6 +26,7 @@ from bert_tf.evaluation import glue_metrics
 from bert_tf.evaluation.probabilities import softmax
 from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.classifier import BertClassifier
+from bert_tf.modeling.tasks.document_classifier import BertDocumentClassifier
 from bert_tf.training import distribute, finetuning_run
 
 
@@ -41,8 +42,10 @@ class ClassifierTask:
     text_a_column, text_b_column, label_column, id_column, label_list, regression: custom (and non-GLUE TFDS)
       tasks: the columns, the labels in label-id order (default: the sorted labels of train.*), numeric labels.
     xnli_language: xnli's language. truncation: which pieces of a long single text are kept
-      (classification.TRUNCATIONS). head: the task model's head options ({}: the original linear layer;
-      {"task_head": "bilstm", "bilstm_size": ..., "bilstm_layers": ...}).
+      (classification.TRUNCATIONS), or "windows": every piece, the text read whole through windows `doc_stride`
+      pieces apart (None: half a window), at most `max_windows` per document, and classified by
+      BertDocumentClassifier's `window_aggregation`. head: the task model's head options ({}: the original linear
+      layer; {"task_head": "bilstm", "bilstm_size": ..., "bilstm_layers": ...}).
     """
     data_dir: str
     task_name: str = None
@@ -55,7 +58,33 @@ class ClassifierTask:
     regression: bool = False
     xnli_language: str = "zh"
     truncation: str = "head"
+    doc_stride: int = None
+    max_windows: int = 16
+    window_aggregation: str = "mean"
     head: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def windows(self):
+        return self.truncation == classification.WINDOWS
+
+    def stride(self, max_seq_length):
+        """The windows' stride (doc_stride, or half a window); ValueError for window settings without windows."""
+        if not self.windows:
+            for name in ("doc_stride", "max_windows", "window_aggregation"):
+                if getattr(self, name) != ClassifierTask.__dataclass_fields__[name].default:
+                    raise ValueError(f"{name}={getattr(self, name)} is for truncation=windows")
+            return None
+        stride = (max_seq_length - 2) // 2 if self.doc_stride is None else self.doc_stride
+        windows.check_stride(max_seq_length - 2, stride)
+        if self.max_windows < 1:
+            raise ValueError(f"max_windows={self.max_windows} must be >= 1 (windows read per document)")
+        return stride
+
+    def model(self, config, num_labels):
+        """BertDocumentClassifier for windows, else BertClassifier, with the head options."""
+        if self.windows:
+            return BertDocumentClassifier(config, num_labels, self.window_aggregation, **self.head)
+        return BertClassifier(config, num_labels, **self.head)
 
     def processor(self):
         """The DataProcessor of the task (its labels, splits, metrics; custom tasks infer their labels)."""
@@ -95,9 +124,15 @@ class ClassifierRun:
             examples = self.processor.get_examples(self.task.data_dir, split)
             if any(example.text_b for example in examples):
                 packing.check_max_seq_length(self.options.max_seq_length, segments=2)
-            self._features[split] = examples, classification.convert_examples(
-                examples, self.processor.get_labels(), self.options.max_seq_length, self.tokenizer,
-                self.task.truncation)
+            if self.task.windows:
+                features = classification.convert_documents(
+                    examples, self.processor.get_labels(), self.options.max_seq_length, self.tokenizer,
+                    self.task.stride(self.options.max_seq_length), self.task.max_windows)
+            else:
+                features = classification.convert_examples(
+                    examples, self.processor.get_labels(), self.options.max_seq_length, self.tokenizer,
+                    self.task.truncation)
+            self._features[split] = examples, features
         return self._features[split]
 
     def splits_used(self):
@@ -177,6 +212,7 @@ def run_classifier(options, task, strategy=None, config_name="the config"):
     `distribute.current_strategy()`): every file read and checked before any model is built, then training, evaluation
     (written to eval_results.txt) and prediction as the options ask. Returns the final dev results, or None
     without do_eval. config_name: what a checkpoint that does not fit calls the config."""
+    task.stride(options.max_seq_length)  # window settings without windows fail before anything is read
     strategy = strategy or distribute.current_strategy()
     tokenizer = finetuning_run.start(options, strategy, config_name=config_name)
     run = ClassifierRun(options, task, tokenizer)
@@ -189,8 +225,7 @@ def run_classifier(options, task, strategy=None, config_name="the config"):
     num_labels = 1 if processor.is_regression else len(processor.get_labels())
     if not processor.is_regression:
         run_directory.write_labels(options.output_dir, processor.get_labels())
-    tuner = finetuning_run.create_finetuner(options, strategy,
-                                            lambda: BertClassifier(options.config, num_labels, **task.head))
+    tuner = finetuning_run.create_finetuner(options, strategy, lambda: task.model(options.config, num_labels))
     results = finetuning_run.train_and_evaluate(tuner, options, lambda: run.features_of("train")[1],
                                                 lambda: run.dev_results(tuner))
     if options.do_predict:

@@ -19,11 +19,13 @@ import os
 import numpy as np
 from absl import logging
 
+from bert_tf.data import windows
 from bert_tf.data.packing import pack_tokens, truncation_note
 from bert_tf.data.text_lines import parse_json_object, read_lines
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, IS_REAL_EXAMPLE, LABEL_IDS, SEGMENT_IDS
 
-TRUNCATIONS = ("head", "tail", "head+tail")
+TRUNCATIONS = ("head", "tail", "head+tail")  # a long single text cut (truncate_single)
+WINDOWS = "windows"  # or read whole (convert_documents)
 FORMATS = ("tsv", "csv", "jsonl")
 # convert_examples logs the examples it truncates as a warning when they are at least this share, else as info.
 TRUNCATION_WARNING_SHARE = 0.1
@@ -347,6 +349,63 @@ def truncate_single(tokens, max_tokens, truncation="head"):
     return tokens[:head] + tokens[len(tokens) - (max_tokens - head):]
 
 
+def _label_id(example, labels, label_map):
+    """The label id of `example` (0 without a label; the float itself for regression, `labels` empty);
+    ValueError naming the example for a label not in `labels`."""
+    if example.label is None:
+        return 0
+    if not labels:
+        return float(example.label)
+    if example.label not in label_map:
+        raise ValueError(f"{example.guid}: label {example.label!r} is not one of {list(labels)}")
+    return label_map[example.label]
+
+
+def convert_documents(examples, labels, max_seq_length, tokenizer, doc_stride, max_windows):
+    """Single-text examples read whole: each text's word pieces as windows of max_seq_length - 2 pieces starting
+    `doc_stride` apart (`bert_tf.data.windows`), at most `max_windows` of them (a longer document keeps that many,
+    spread evenly from its first window to its last), each packed `[CLS] window [SEP]`.
+
+    Returns {"input_ids", "input_mask", "segment_ids": int32 [N, W, T] (W: the most windows of a document; an
+    absent window all zeros), "label_ids": int32 [N], "is_real_example": int32 [N]} for BertDocumentClassifier.
+    ValueError for a pair, a stride outside 1 <= N < max_seq_length - 2, max_windows < 1, or a label not in
+    `labels` (`labels` empty: regression, refused). Logs how many documents took several windows and were capped.
+    """
+    windows.check_stride(max_seq_length - 2, doc_stride)
+    if max_windows < 1:
+        raise ValueError(f"max_windows={max_windows} must be >= 1 (windows read per document)")
+    if not labels:
+        raise ValueError("windows classify documents into labels; a regression task reads its texts cut")
+    label_map = {label: i for i, label in enumerate(labels)}
+    documents, label_ids, several, capped = [], [], 0, 0
+    for example in examples:
+        if example.text_b:
+            raise ValueError(f"{example.guid}: a text pair; windows read single texts (truncation=windows)")
+        pieces = tokenizer.tokenize(example.text_a)
+        spans = windows.doc_spans(len(pieces), max_seq_length - 2, doc_stride)
+        several += len(spans) > 1
+        if len(spans) > max_windows:
+            capped += 1
+            spans = [spans[i] for i in np.round(np.linspace(0, len(spans) - 1, max_windows)).astype(int)]
+        documents.append([pack_tokens(pieces[start:start + length], None, max_seq_length, tokenizer)
+                          for start, length in spans])
+        label_ids.append(_label_id(example, labels, label_map))
+    width = max((len(packed) for packed in documents), default=1)
+    features = {k: np.zeros((len(documents), width, max_seq_length), np.int32) for k in (INPUT_IDS, INPUT_MASK,
+                                                                                          SEGMENT_IDS)}
+    for row, packed in enumerate(documents):
+        for index, window in enumerate(packed):
+            for key in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS):
+                features[key][row, index] = getattr(window, key)
+    logging.info("%s: read whole in windows of %d word pieces, %d apart; %d document(s) over max_windows=%d read "
+                 "in %d windows spread over them", truncation_note(several, len(examples), "documents",
+                                                                   max_seq_length), max_seq_length - 2, doc_stride,
+                 capped, max_windows, max_windows)
+    features[LABEL_IDS] = np.asarray(label_ids, np.int32)
+    features[IS_REAL_EXAMPLE] = np.ones(len(documents), np.int32)
+    return features
+
+
 def convert_examples(examples, labels, max_seq_length, tokenizer, truncation="head"):
     """Examples -> the original features, as NumPy arrays.
 
@@ -377,14 +436,7 @@ def convert_examples(examples, labels, max_seq_length, tokenizer, truncation="he
         packed = pack_tokens(tokens_a, tokens_b, max_seq_length, tokenizer)
         for key in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS):
             columns[key].append(getattr(packed, key))
-        if example.label is None:
-            columns[LABEL_IDS].append(0)
-        elif labels:
-            if example.label not in label_map:
-                raise ValueError(f"{example.guid}: label {example.label!r} is not one of {list(labels)}")
-            columns[LABEL_IDS].append(label_map[example.label])
-        else:
-            columns[LABEL_IDS].append(float(example.label))
+        columns[LABEL_IDS].append(_label_id(example, labels, label_map))
         if index < 2:
             logging.info("Example %s: %s -> label %s", example.guid, " ".join(packed.tokens), columns[LABEL_IDS][-1])
     if truncated:

