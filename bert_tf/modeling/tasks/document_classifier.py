@@ -39,11 +39,7 @@ class BertDocumentClassifier(BertClassifier):
     def build(self, input_shape=None):
         super().build(input_shape)
         if self.window_attention is not None:
-            self.window_attention.build((None, self.head_width))
-
-    @property
-    def head_width(self):
-        return 2 * self.bilstm_size if self.bilstm else self.config.hidden_size
+            self.window_attention.build((None, self.head.hidden_size))  # what the head reads: [CLS] or BiLSTM
 
     def call(self, inputs, training=None):
         shape = ops.shape(inputs[INPUT_IDS])
