@@ -110,3 +110,19 @@ def test_run_classifier_reads_whole_speeches_and_writes_a_row_per_document(speec
     refused = finetuning_scripts.run("run_classifier.py", model_dir, task_name="custom", data_dir=folder,
                                      do_eval=True, doc_stride=15, output_dir=tmp_path / "refused")
     assert refused.returncode == 1 and "Error: --doc_stride=15 is for --truncation=windows" in refused.stderr
+
+
+@pytest.mark.subprocess
+@pytest.mark.extended
+def test_on_jax_without_tensorflow_a_row_per_document_too(speeches, tmp_path):
+    folder, _, _ = speeches
+    model_dir = finetuning_scripts.make_tiny_model_dir(tmp_path, f"{pypi_data.minilm_dir()}/vocab.txt")
+    done = finetuning_scripts.run("run_classifier.py", model_dir, env={"KERAS_BACKEND": "jax"}, tensorflow=False,
+                                  task_name="custom", data_dir=folder, do_train=True, do_eval=True, do_predict=True,
+                                  truncation="windows", doc_stride=15, max_windows=3, window_aggregation="max",
+                                  output_dir=tmp_path / "out")
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(folder / "test.tsv", encoding="utf-8") as f:
+        documents = len(f.readlines()) - 1
+    assert len((tmp_path / "out" / "test_results.tsv").read_text().splitlines()) == documents
+    assert 0.0 <= finetuning_scripts.results(tmp_path / "out")["eval_accuracy"] <= 1.0
