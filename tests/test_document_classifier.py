@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from bert_tf.checkpoints import load_checkpoint, save_checkpoint
 from bert_tf.data.tasks import classification
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, SEGMENT_IDS
 from bert_tf.modeling.tasks.classifier import BertClassifier
@@ -84,6 +85,20 @@ def test_one_window_is_the_classifier_and_absent_windows_change_nothing(speeches
     expected = np.asarray(classifier({k: v[:, 0] for k, v in first.items()}))
     if aggregation != "attention":  # attention adds window_attention; with one window its weight is 1
         assert np.abs(np.asarray(model(first)) - expected).max() < 1e-5
+
+
+def test_a_checkpoint_keeps_the_window_attention(speeches, tokenizer, tmp_path):
+    _, examples, labels = speeches
+    features = {k: v for k, v in classification.convert_documents(examples[:3], labels, 32, tokenizer, 10, 4).items()
+                if k in INPUTS}
+    model = BertDocumentClassifier(script_config(), len(labels), "attention")
+    model(features)
+    model.window_attention.kernel.assign(np.linspace(-1, 1, model.head.hidden_size)[:, None])
+    save_checkpoint(model, str(tmp_path / "model.ckpt"), model.config, model.head_options())
+    loaded = BertDocumentClassifier(script_config(), len(labels), "attention")
+    load_checkpoint(loaded, str(tmp_path / "model.ckpt"))
+    assert "window_attention/kernel" in loaded.checkpoint_variables()
+    assert np.abs(np.asarray(loaded(features)) - np.asarray(model(features))).max() < 1e-6
 
 
 @pytest.mark.subprocess

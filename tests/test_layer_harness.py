@@ -21,6 +21,7 @@ the TensorFlow backend only.
 """
 
 import dataclasses
+import functools
 import importlib
 import json
 import pkgutil
@@ -46,6 +47,7 @@ from bert_tf.modeling.layers.sentence_pooling import SentencePooling
 from bert_tf.modeling.layers.sequence_bilstm import SequenceBiLSTM
 from bert_tf.modeling.layers.transformer import BertResidualOutput, BertTransformerLayer
 from bert_tf.modeling.tasks.classifier import BertClassifier
+from bert_tf.modeling.tasks.document_classifier import AGGREGATIONS, BertDocumentClassifier
 from bert_tf.modeling.tasks.embedder import BertSentenceEmbedder
 from bert_tf.modeling.tasks.feature_tagger import BertFeatureTagger
 from bert_tf.modeling.tasks.multiple_choice import BertMultipleChoice
@@ -200,6 +202,10 @@ CASES = [
          labelled(lambda inputs: {"label_ids": np.where(inputs["input_mask"] == 1, np.arange(T) % 5, -100)})),
     Case(BertMultipleChoice, BertMultipleChoice, lambda c: (encoder_inputs(c, (B, CHOICES, T)),), F32,
          lambda c: labelled(lambda inputs: {"label_ids": np.array([1, 2], np.int32)})(c, (B, CHOICES, T))),
+    *[Case(BertDocumentClassifier, functools.partial(BertDocumentClassifier, num_labels=3, aggregation=aggregation),
+           lambda c: (encoder_inputs(c, (B, CHOICES, T)),), F32,  # a document's windows: [B, W, T]
+           lambda c: labelled(lambda inputs: {"label_ids": np.array([1, 2], np.int32)})(c, (B, CHOICES, T)),
+           name=f"BertDocumentClassifier-{aggregation}") for aggregation in AGGREGATIONS],
     Case(BertSentenceEmbedder, BertSentenceEmbedder, lambda c: (encoder_inputs(c),), F32,
          lambda c: encoder_inputs(c, (B, 2, T))),  # (anchor, positive) pairs: in-batch negatives, no labels
     Case(BertSpanLabeler, BertSpanLabeler, lambda c: (encoder_inputs(c),), {"start_logits": F32, "end_logits": F32},

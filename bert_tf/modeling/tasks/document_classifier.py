@@ -60,6 +60,13 @@ class BertDocumentClassifier(BertClassifier):
         present = ops.cast(present, "float32")[:, :, None]
         return ops.sum(logits * present, axis=1) / ops.maximum(ops.sum(present, axis=1), 1.0)
 
+    def head_variables(self):
+        """BertClassifier's head variables and, for attention, `window_attention/kernel` [H, 1]."""
+        variables = super().head_variables()
+        if self.window_attention is not None:
+            variables["window_attention/kernel"] = self.window_attention.kernel
+        return variables
+
     def head_options(self):
         return {**(super().head_options() or {}), "aggregation": self.aggregation}
 
