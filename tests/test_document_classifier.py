@@ -101,6 +101,41 @@ def test_a_checkpoint_keeps_the_window_attention(speeches, tokenizer, tmp_path):
     assert np.abs(np.asarray(loaded(features)) - np.asarray(model(features))).max() < 1e-6
 
 
+def test_batches_of_documents_are_cut_to_their_most_windows(speeches, tokenizer):
+    """Training (tf.data and Grain, length-grouped by all of a document's tokens) and inference batches hold as
+    many window places as their longest document has windows, every real token kept; where shapes are compiled
+    (widths given), the places stay."""
+    from bert_tf.data.tasks.batches import length_sorted_batches
+    from bert_tf.data.tasks.grain_input import feature_batches
+    from bert_tf.data.tasks.pipeline import make_dataset
+
+    _, examples, labels = speeches
+    features = classification.convert_documents(examples, labels, 128, tokenizer, 60, 16)
+    windows = (features[INPUT_MASK][:, :, 0] > 0).sum(axis=1)
+    assert windows.min() < windows.max() == features[INPUT_MASK].shape[1]  # short and long documents
+
+    row_of = {features[INPUT_IDS][row, 0].tobytes(): row for row in range(len(windows))}  # distinct speeches
+
+    seen = []
+    for indexes, inputs in length_sorted_batches(features, 4):
+        assert inputs[INPUT_MASK].shape[1] == windows[indexes].max()
+        assert inputs[INPUT_MASK].sum() == features[INPUT_MASK][indexes].sum()
+        seen.append(int(windows[indexes].max()))
+    assert seen == sorted(seen) and seen[0] < seen[-1]  # fewest tokens first: short batches pay for few windows
+    grain_batches = feature_batches(features, 4, True, seed=3, trim_padding=True, group_by_length=True)
+    tf_batches = make_dataset(features, 4, True, seed=3, trim_padding=True, group_by_length=True)
+    for _, grain_batch, tf_batch in zip(range(8), grain_batches, tf_batches.as_numpy_iterator()):
+        for batch in (grain_batch, tf_batch):
+            ids, mask = batch[INPUT_IDS], batch[INPUT_MASK]
+            full = {k: np.pad(v, [(0, 0), (0, 16 - v.shape[1]), (0, 128 - v.shape[2])]) for k, v in batch.items()
+                    if k in INPUTS}
+            rows = [row_of[full[INPUT_IDS][i, 0].tobytes()] for i in range(len(ids))]
+            assert mask.shape[1] == windows[rows].max()
+            assert all(np.array_equal(full[k], features[k][rows]) for k in INPUTS)  # no real token lost
+    compiled = next(iter(feature_batches(features, 4, True, seed=3, trim_padding=True, widths=[64, 128])))
+    assert compiled[INPUT_MASK].shape[1] == features[INPUT_MASK].shape[1]
+
+
 @pytest.mark.subprocess
 def test_run_classifier_reads_whole_speeches_and_writes_a_row_per_document(speeches, tmp_path):
     folder, examples, _ = speeches

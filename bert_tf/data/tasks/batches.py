@@ -6,7 +6,7 @@ no TensorFlow.
 
 import numpy as np
 
-from bert_tf.batch_width import TRIM_MULTIPLE, trimmed_width
+from bert_tf.batch_width import TRIM_MULTIPLE, present_sequences, trimmed_width
 from bert_tf.feature_schema import IGNORE_LABEL, INPUT_MASK, INPUT_NAMES, LABEL_IDS
 
 # Length-grouped training batches are sorted within megabatches of this many batches (HuggingFace's
@@ -44,6 +44,22 @@ def example_lengths(features):
     return mask.reshape(len(mask), -1, mask.shape[-1]).sum(axis=-1).max(axis=-1).astype(np.int64)
 
 
+def example_sizes(features):
+    """int64 NumPy [N]: each example's real tokens in all of its sequences (a document's windows: all of them),
+    the key that length-grouped and length-sorted batches sort by."""
+    mask = features[INPUT_MASK]
+    return mask.reshape(len(mask), -1).sum(axis=-1).astype(np.int64)
+
+
+def cut_batch(batch, width, sequences=None):
+    """`batch` ({name: array [b, ..., T]}) with its encoder inputs (and `label_ids` where it has their shape) cut
+    to `width` positions and, `sequences` given, [b, C, T] ones to their first `sequences` sequences."""
+    mask = batch[INPUT_MASK]
+    token_level = {*INPUT_NAMES, *([LABEL_IDS] if LABEL_IDS in batch and batch[LABEL_IDS].ndim == mask.ndim else [])}
+    cut = (slice(None), slice(sequences)) if sequences is not None and mask.ndim == 3 else (slice(None),)
+    return {k: v[cut][..., :width] if k in token_level else v for k, v in batch.items()}
+
+
 def bucket_widths(full, buckets=4):
     """The widths a batch is cut to where every shape is compiled: `buckets` steps up to `full` (each a multiple
     of TRIM_MULTIPLE), e.g. 128 -> [32, 64, 96, 128]."""
@@ -58,8 +74,10 @@ def length_sorted_batches(features, batch_size, widths=None):
     [N, ..., T]) of examples `indexes`, cut along the last axis to a width that holds their longest example's
     real tokens (`input_mask`; several sequences per example, [N, C, T]: the longest of them): the smallest
     of `widths` (ascending, the last of them T) that does, or, `widths=None`, that length rounded up to a
-    multiple of TRIM_MULTIPLE (at most T). Padding is masked out of attention, so each example's outputs at
-    its real positions are the same as with the full padding, while short texts no longer pay for T.
+    multiple of TRIM_MULTIPLE (at most T), and then also to their most sequences (`present_sequences`).
+    Padding is masked out of attention, so each example's outputs at its real positions are the same as with
+    the full padding, while short texts no longer pay for T (nor short documents for the windows they lack).
+    "Shortest first" counts all of an example's tokens (`example_sizes`).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size={batch_size} must be >= 1")
@@ -70,8 +88,10 @@ def length_sorted_batches(features, batch_size, widths=None):
     if widths is not None and (list(widths) != sorted(widths) or widths[-1] != full):
         raise ValueError(f"widths={list(widths)}: expected ascending widths, the last the full length {full}")
     lengths = example_lengths(features)
-    order = np.argsort(lengths, kind="stable")
+    order = np.argsort(example_sizes(features), kind="stable")
     for start in range(0, count, batch_size):
         indexes = order[start:start + batch_size]
         width = trimmed_width(int(lengths[indexes].max()), full, widths)
-        yield indexes, {k: features[k][indexes][..., :width] for k in INPUT_NAMES if k in features}
+        inputs = {k: features[k][indexes] for k in INPUT_NAMES if k in features}
+        sequences = present_sequences(inputs[INPUT_MASK]) if widths is None and inputs[INPUT_MASK].ndim == 3 else None
+        yield indexes, cut_batch(inputs, width, sequences)

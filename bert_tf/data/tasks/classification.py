@@ -397,10 +397,10 @@ def convert_documents(examples, labels, max_seq_length, tokenizer, doc_stride, m
         for index, window in enumerate(packed):
             for key in (INPUT_IDS, INPUT_MASK, SEGMENT_IDS):
                 features[key][row, index] = getattr(window, key)
-    logging.info("%s: read whole in windows of %d word pieces, %d apart; %d document(s) over max_windows=%d read "
-                 "in %d windows spread over them", truncation_note(several, len(examples), "documents",
-                                                                   max_seq_length), max_seq_length - 2, doc_stride,
-                 capped, max_windows, max_windows)
+    logging.info("%s: read whole in windows of %d word pieces, %d apart: %d windows in all; %d document(s) over "
+                 "max_windows=%d read in %d windows spread over them",
+                 truncation_note(several, len(examples), "documents", max_seq_length), max_seq_length - 2,
+                 doc_stride, sum(map(len, documents)), capped, max_windows, max_windows)
     features[LABEL_IDS] = np.asarray(label_ids, np.int32)
     features[IS_REAL_EXAMPLE] = np.ones(len(documents), np.int32)
     return features

@@ -17,19 +17,19 @@ batch possibly short. trim_padding: each batch's per-token features cut to its l
 import grain
 import numpy as np
 
-from bert_tf.batch_width import trimmed_width
-from bert_tf.data.tasks.batches import GROUP_MEGABATCHES, example_lengths, num_examples
-from bert_tf.feature_schema import INPUT_MASK, INPUT_NAMES, LABEL_IDS
+from bert_tf.batch_width import present_sequences, trimmed_width
+from bert_tf.data.tasks.batches import GROUP_MEGABATCHES, cut_batch, example_sizes, num_examples
+from bert_tf.feature_schema import INPUT_MASK
 
 
 def trim(batch, widths=None):
     """`batch` ({name: array [b, ..., T]}) with its per-token features (the encoder inputs; `label_ids` where it
-    has their shape) cut to the width of its longest example (`trimmed_width`)."""
+    has their shape) cut to the width of its longest example (`trimmed_width`) and, with no `widths` (nothing
+    compiled per shape), a batch of documents [b, W, T] to its most windows (`present_sequences`)."""
     mask = batch[INPUT_MASK]
     longest = int(mask.reshape(-1, mask.shape[-1]).sum(axis=-1).max(initial=0))
     width = trimmed_width(longest, mask.shape[-1], widths)
-    token_level = {*INPUT_NAMES, *([LABEL_IDS] if LABEL_IDS in batch and batch[LABEL_IDS].ndim == mask.ndim else [])}
-    return {k: v[..., :width] if k in token_level else v for k, v in batch.items()}
+    return cut_batch(batch, width, present_sequences(mask) if widths is None and mask.ndim == 3 else None)
 
 
 class _Gather:
@@ -74,7 +74,7 @@ def length_grouped_batches(features, batch_size, seed):
     batches, and the epoch's batches shuffled; the examples beyond the last full batch (count % batch_size, a
     different random few every epoch) are dropped. Deterministic from `seed` and the batch's index, so an
     iterator restored from its state resumes at the same batch."""
-    lengths = example_lengths(features)
+    lengths = example_sizes(features)
     epochs = _LengthGroupedEpochs(lengths, batch_size, seed)
     return grain.MapDataset.range(epochs.per_epoch).repeat().map_with_index(epochs)
 

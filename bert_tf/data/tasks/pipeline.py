@@ -8,8 +8,8 @@ distributed loop (`bert_tf.training.loop.Trainer`) both take.
 
 import tensorflow as tf
 
-from bert_tf.batch_width import trimmed_width
-from bert_tf.data.tasks.batches import GROUP_MEGABATCHES, example_lengths, num_examples
+from bert_tf.batch_width import present_sequences, trimmed_width
+from bert_tf.data.tasks.batches import GROUP_MEGABATCHES, example_sizes, num_examples
 from bert_tf.feature_schema import INPUT_MASK, INPUT_NAMES, LABEL_IDS
 
 
@@ -74,7 +74,7 @@ def length_grouped(features, batch_size, seed):
     Each epoch drops the examples beyond its last full batch (count % batch_size, a different random few every
     epoch). Deterministic from `seed` (stateless random ops of (seed, epoch)), so that tf.data's iterator
     checkpoint (a position in the epochs) resumes at the same batch."""
-    lengths = example_lengths(features)
+    lengths = example_sizes(features)
     count = len(lengths)
     per_epoch = count // batch_size
     megabatch = GROUP_MEGABATCHES * batch_size
@@ -98,12 +98,14 @@ def length_grouped(features, batch_size, seed):
 def trim_batch(batch, widths=None):
     """A batch of feature dicts with its per-token features (the encoder inputs; `label_ids` where it has their
     shape) cut to the longest example, rounded up to a multiple of TRIM_MULTIPLE or to the smallest of `widths`
-    that holds it (`trimmed_width`; see make_dataset)."""
+    that holds it (`trimmed_width`; see make_dataset), and with no `widths`, a batch of documents [b, W, T] to its
+    most windows (`present_sequences`)."""
     mask = batch[INPUT_MASK]
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1))
     width = trimmed_width(longest, tf.shape(mask)[-1], widths)
+    cut = (slice(None), slice(present_sequences(mask))) if widths is None and mask.shape.rank == 3 else (slice(None),)
     token_level = {*INPUT_NAMES, *([LABEL_IDS] if batch.get(LABEL_IDS) is not None
                                    and batch[LABEL_IDS].shape.rank == mask.shape.rank else [])}
-    return {k: v[..., :width] if k in token_level else v for k, v in batch.items()}
+    return {k: v[cut][..., :width] if k in token_level else v for k, v in batch.items()}
 
 
