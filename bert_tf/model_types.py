@@ -69,7 +69,8 @@ class ModelType:
         """The number of outputs of this type's fine-tuned output layer in `source` (its linear head, or the
         head its embedded options describe); ValueError when the checkpoint has none."""
         scope = self.heads[0] if self.heads[0].endswith("/") else ""  # the unscoped output layer: none
-        name = scope + (BILSTM_SCOPE if source.head else "") + OUTPUT_WEIGHTS
+        bilstm = (source.head or {}).get("task_head") == "bilstm"  # other head options keep the linear layer
+        name = scope + (BILSTM_SCOPE if bilstm else "") + OUTPUT_WEIGHTS
         if name not in source.shapes:
             raise ValueError(f"{source.path} has no {name}: not a fine-tuned {self.name} checkpoint (pass a "
                              "fine-tuning output_dir or one of its model.ckpt-N as init_checkpoint)")
@@ -140,7 +141,7 @@ for _type in (
                   keras_hub_task="BertBackbone"),
         _declared(PRETRAINER, (MASKED_LM_SCOPE, NEXT_SENTENCE_SCOPE), _TASKS + "pretrainer", _SERVING,
                   huggingface_class=("BertForPreTraining", True, "bert.")),
-        _declared(CLASSIFIER, _OUTPUT_LAYER, _TASKS + "classifier", _ADAPTERS, options=("label_list",),
+        _declared(CLASSIFIER, _OUTPUT_LAYER, _TASKS + "document_classifier", _ADAPTERS, options=("label_list",),
                   huggingface_class=("BertForSequenceClassification", True, "bert."),
                   keras_hub_task="BertTextClassifier"),
         _declared(NER, _OUTPUT_LAYER, _TASKS + "feature_tagger", _ADAPTERS, options=("label_list",),

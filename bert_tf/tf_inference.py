@@ -28,8 +28,9 @@ class TfForward:
         self._spec = None
 
     def _build(self, inputs):
-        """The traced function of `inputs`' structure ([None, ..., None]: any rows, any width)."""
-        self._spec = {k: tf.TensorSpec([None, *v.shape[1:-1], None], tf.as_dtype(v.dtype)) for k, v in inputs.items()}
+        """The traced function of `inputs`' structure ([None, ..., None]: any rows, any width, and any number of
+        sequences per example: a batch of documents is cut to its most windows)."""
+        self._spec = {k: tf.TensorSpec([None] * v.ndim, tf.as_dtype(v.dtype)) for k, v in inputs.items()}
         function = tf.function(self.forward, input_signature=[self._spec], jit_compile=self.use_xla)
         if self.replicas == 1:
             self._function = function

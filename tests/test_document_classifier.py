@@ -1,7 +1,8 @@
 """Whole documents classified through their windows: classification.convert_documents, BertDocumentClassifier and
 run_classifier.py --truncation=windows on real long speeches (tools/make_finetuning_data.py convention_party)."""
 
-import csv
+import json
+import os
 import subprocess
 import sys
 
@@ -66,6 +67,9 @@ def test_window_settings_that_cannot_work_are_refused(speeches, tokenizer, setti
     pair = classification.InputExample("x-1", "a text", "another", labels[0])
     with pytest.raises(ValueError, match="x-1: a text pair; windows read single texts"):
         classification.convert_documents([pair], labels, 32, tokenizer, 10, 4)
+    blank = classification.InputExample("dev-7", " \t\u3000 ", None, labels[0])
+    with pytest.raises(ValueError, match=r"dev-7 \(<split>-<row or id>\): the text is empty or only whitespace"):
+        classification.convert_documents([examples[0], blank], labels, 32, tokenizer, 10, 4)
 
 
 @pytest.mark.parametrize("aggregation", AGGREGATIONS)
@@ -105,6 +109,7 @@ def test_batches_of_documents_are_cut_to_their_most_windows(speeches, tokenizer)
     """Training (tf.data and Grain, length-grouped by all of a document's tokens) and inference batches hold as
     many window places as their longest document has windows, every real token kept; where shapes are compiled
     (widths given), the places stay."""
+    from bert_tf.batched_inference import BatchedInference
     from bert_tf.data.tasks.batches import length_sorted_batches
     from bert_tf.data.tasks.grain_input import feature_batches
     from bert_tf.data.tasks.pipeline import make_dataset
@@ -134,11 +139,24 @@ def test_batches_of_documents_are_cut_to_their_most_windows(speeches, tokenizer)
             assert all(np.array_equal(full[k], features[k][rows]) for k in INPUTS)  # no real token lost
     compiled = next(iter(feature_batches(features, 4, True, seed=3, trim_padding=True, widths=[64, 128])))
     assert compiled[INPUT_MASK].shape[1] == features[INPUT_MASK].shape[1]
+    model = BertDocumentClassifier(script_config(), len(labels))  # its positions: 64
+    short = classification.convert_documents(examples, labels, 32, tokenizer, 15, 16)
+    inputs = {k: short[k] for k in INPUTS}
+    assert len(set((short[INPUT_MASK][:, :, 0] > 0).sum(axis=1))) > 1
+    cut, whole = (BatchedInference(lambda batch: model(batch, training=False), trim=trim).predict(inputs, 4)
+                  for trim in (True, False))
+    assert np.abs(cut - whole).max() < 1e-5
 
 
 @pytest.mark.subprocess
-def test_run_classifier_reads_whole_speeches_and_writes_a_row_per_document(speeches, tmp_path):
-    folder, examples, _ = speeches
+def test_run_classifier_reads_whole_speeches_and_its_savedmodel_classifies_them_the_same(
+        speeches, tokenizer, tmp_path, client_python):
+    """run_classifier.py --truncation=windows writes a row per document; export_model.py serves the classifier,
+    and a process with only tensorflow and tensorflow-text gets the command's probabilities (<= 1e-5) from the
+    raw documents (serve_text, classify) and from the command's own windows (serving_default)."""
+    from tests.helpers import exports
+
+    folder, _, labels = speeches
     model_dir = finetuning_scripts.make_tiny_model_dir(tmp_path, f"{pypi_data.minilm_dir()}/vocab.txt")
     done = finetuning_scripts.run("run_classifier.py", model_dir, task_name="custom", data_dir=folder,
                                   do_train=True, do_eval=True, do_predict=True, truncation="windows", doc_stride=15,
@@ -147,16 +165,38 @@ def test_run_classifier_reads_whole_speeches_and_writes_a_row_per_document(speec
     assert "document(s) over max_windows=3 read in 3 windows spread over them" in done.stderr
     results = finetuning_scripts.results(tmp_path / "out")
     assert 0.0 <= results["eval_accuracy"] <= 1.0
-    csv.field_size_limit(sys.maxsize)
-    with open(folder / "test.tsv", encoding="utf-8") as f:
-        documents = len(f.readlines()) - 1
-    assert len((tmp_path / "out" / "test_results.tsv").read_text().splitlines()) == documents
+    documents = classification.ColumnProcessor("text", None, "label").get_test_examples(str(folder))
+    expected = np.loadtxt(tmp_path / "out" / "test_results.tsv", delimiter="\t", ndmin=2)
+    assert expected.shape == (len(documents), len(labels))  # a row per document
     export = subprocess.run([sys.executable, "export_model.py", "--model_type=classifier",
                              f"--init_checkpoint={tmp_path / 'out'}", f"--vocab_file={model_dir['vocab_file']}",
                              f"--export_dir={tmp_path / 'export'}", "--max_seq_length=32"],
                             capture_output=True, text=True, cwd=finetuning_scripts.ROOT)
-    assert export.returncode == 1 and "its SavedModel export is not supported yet" in export.stderr.splitlines()[-1]
-    assert not (tmp_path / "export").exists()
+    assert export.returncode == 0, export.stderr[-3000:]
+    model = str(tmp_path / "export" / "1")
+    texts = [document.text_a for document in documents]
+    windows = classification.convert_documents(documents, labels, 32, tokenizer, 15, 3)
+    requests = [
+        {"name": "text", "model": model, "signature": "serve_text", "inputs": {"text_a": exports.strings(texts)}},
+        {"name": "classify", "model": model, "signature": "classify",
+         "inputs": {"inputs": exports.strings([exports.serialized_example(text) for text in texts])}},
+        {"name": "windows", "model": model, "signature": "serving_default",
+         "inputs": {k: {"int32": windows[k].tolist()} for k in INPUTS}},
+        {"name": "empty", "model": model, "signature": "serve_text", "inputs": {"text_a": exports.strings([""])}}]
+    (tmp_path / "requests.json").write_text(json.dumps(requests))
+    client = subprocess.run([client_python, "-I", exports.CLIENT, "requests.json", "outputs.npz", "errors.json"],
+                            capture_output=True, text=True, cwd=tmp_path, timeout=900,
+                            env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")})
+    assert client.returncode == 0, client.stderr[-3000:]
+    assert json.loads((tmp_path / "errors.json").read_text()) == {}
+    with np.load(tmp_path / "outputs.npz") as outputs:
+        for name in ("text", "windows"):
+            assert np.abs(outputs[f"{name}/probabilities"] - expected).max() <= 1e-5, name
+        assert np.abs(outputs["classify/scores"] - expected).max() <= 1e-5
+        assert [label.decode() for label in outputs["text/label"]] == [labels[i] for i in expected.argmax(-1)]
+        for k in INPUTS:  # the windows cut in the graph are the command's
+            assert np.array_equal(outputs[f"text/{k}"], windows[k]), k
+        assert outputs["empty/input_ids"].shape[:2] == (1, 1) and outputs["empty/probabilities"].shape == (1, 2)
     refused = finetuning_scripts.run("run_classifier.py", model_dir, task_name="custom", data_dir=folder,
                                      do_eval=True, doc_stride=15, output_dir=tmp_path / "refused")
     assert refused.returncode == 1 and "Error: --doc_stride=15 is for --truncation=windows" in refused.stderr

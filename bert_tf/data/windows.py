@@ -7,6 +7,8 @@ google-research/bert #66; the original's `_check_is_max_context`). SQuAD's featu
 whole-text vectors and the long-text modes share this one definition.
 """
 
+import numpy as np
+
 
 def check_stride(window, stride, flag="doc_stride"):
     """ValueError unless 1 <= stride < window: windows that overlap, so that every piece is in one, and
@@ -32,6 +34,15 @@ def doc_spans(num_pieces, window, stride):
             break
         start += min(length, stride)
     return spans or [(0, 0)]
+
+
+def spread_windows(count, max_windows):
+    """The indexes of the windows that a text of `count` windows keeps under a cap of `max_windows`: all of them,
+    or that many spread evenly from the first to the last (round(i * (count - 1) / (max_windows - 1)), halves to
+    even, as NumPy's round of its linspace). -> list of int."""
+    if count <= max_windows:
+        return list(range(count))
+    return [int(i) for i in np.round(np.linspace(0, count - 1, max_windows))]
 
 
 def max_context_windows(spans, num_pieces):

@@ -143,7 +143,7 @@ model_types.provide(model_types.PRETRAINER, adapter=adapter_factory(PretrainerAd
 # ----------------------------------------------------------------------------------------- input checks
 
 def _check_inputs(inputs, config, seq_length=None):
-    """Asserts that the int32 [B, T] model inputs have one shape and are in range: T <= seq_length (the
+    """Asserts that the int32 [B, T] (or [B, W, T]) model inputs have one shape and are in range: T <= seq_length (the
     export's limit; None: the config's max_position_embeddings), ids < vocab_size, mask 0/1, segment ids
     < type_vocab_size. Returns the inputs (after the assertions)."""
     limit, source = ((seq_length, "the max_seq_length of the export") if seq_length is not None
@@ -152,9 +152,9 @@ def _check_inputs(inputs, config, seq_length=None):
     shapes = ["input_ids, input_mask, segment_ids have shapes", tf.shape(input_ids), tf.shape(input_mask),
               tf.shape(segment_ids)]
     checks = [
-        tf.debugging.Assert(tf.shape(input_ids)[1] <= limit, [
+        tf.debugging.Assert(tf.shape(input_ids)[-1] <= limit, [
             f"the sequence length T exceeds the export limit of {limit} tokens ({source}): T =",
-            tf.shape(input_ids)[1]]),
+            tf.shape(input_ids)[-1]]),
         tf.debugging.assert_non_negative(input_ids, message="input_ids must be >= 0"),
         tf.debugging.assert_less(input_ids, config.vocab_size,
                                  message=f"input_ids must be < vocab_size={config.vocab_size}"),
@@ -234,8 +234,8 @@ def _check_built(model):
                          "before exporting")
 
 
-def _model_input_specs():
-    return [tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES]
+def _model_input_specs(rank=2):
+    return [tf.TensorSpec([None] * rank, tf.int32, name=name) for name in INPUT_NAMES]
 
 
 def _text_specs(*names):
@@ -255,6 +255,8 @@ class ServingModule(tf.Module):
         of every signature.
     """
 
+    input_rank = 2  # serving_default takes [B, T]
+
     def __init__(self, adapter, preprocessor):
         super().__init__(name="bert_serving")
         _check_built(adapter.model)
@@ -262,7 +264,7 @@ class ServingModule(tf.Module):
         self.model = adapter.model
         self.preprocessor = preprocessor
         self._adapter = adapter
-        self.serve = tf.function(self._serve, input_signature=_model_input_specs())
+        self.serve = tf.function(self._serve, input_signature=_model_input_specs(self.input_rank))
         self.serve_examples = tf.function(self._serve_examples, input_signature=_text_specs(EXAMPLES_INPUT))
         signatures = {"serving_default": self.serve, **self._text_functions(), "serve_examples": self.serve_examples}
         if adapter.serving_api is not None:

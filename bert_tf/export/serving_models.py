@@ -16,11 +16,18 @@ from bert_tf.checkpoints import load_checkpoint, opened
 from bert_tf.export import serving, task_adapters
 from bert_tf.modeling import encoder
 from bert_tf.modeling.layers.dense import BertDense
-from bert_tf.modeling.tasks import classifier, embedder, feature_tagger, multiple_choice, pretrainer, span_labeler
+from bert_tf.modeling.tasks import (
+    document_classifier,
+    embedder,
+    feature_tagger,
+    multiple_choice,
+    pretrainer,
+    span_labeler,
+)
 
 # The modules that give the registry its built-in types' factories when imported (`model_types.provide`): the
 # models' builds and the serving adapters. Imported here, so that every built-in type builds and serves.
-PROVIDERS = (encoder, pretrainer, classifier, feature_tagger, span_labeler, multiple_choice, embedder, serving,
+PROVIDERS = (encoder, pretrainer, document_classifier, feature_tagger, span_labeler, multiple_choice, embedder, serving,
              task_adapters)
 
 # The options that only some model types read (export_model.py refuses them for the others).

@@ -7,7 +7,8 @@ request's sequence length (at most the exported seq_length).
   ClassifierAdapter(BertClassifier, labels): classification: `logits`, `probabilities` float32 [B, C],
       `label_id` int32 [B] (the argmax) and `label` tf.string [B] (its name); plus the `classify` signature
       for TF Serving's Classify API. Regression (num_labels=1): `score` float32 [B]; plus the `regress`
-      signature for TF Serving's Regress API.
+      signature for TF Serving's Regress API. A BertDocumentClassifier's inputs are its windows [B, W, T],
+      its text signatures window whole documents (`bert_tf.export.document_serving`).
   TokenClassifierAdapter(BertTokenClassifier, labels): `logits` float32 [B, T, L], `tag_ids` int32 [B, T]
       and `tags` tf.string [B, T], at every word piece.
   EmbedderAdapter(BertSentenceEmbedder): `embeddings` float32 [B, H] (pooled as the embedder pools; normalized
@@ -23,8 +24,10 @@ task's labels or its --label_list; run_ner.py: the training file's tags, sorted,
 import tensorflow as tf
 
 from bert_tf import model_types
+from bert_tf.export.document_serving import DocumentServingModule
 from bert_tf.export.serving import ServingAdapter, ServingModule, _float32, _text_specs, adapter_factory
 from bert_tf.feature_schema import END_LOGITS, INPUT_IDS, INPUT_MASK, SEGMENT_IDS, START_LOGITS
+from bert_tf.modeling.tasks.document_classifier import BertDocumentClassifier
 from bert_tf.modeling.tasks.embedder import EMBEDDINGS
 
 QUESTION, CONTEXT = "question", "context"
@@ -79,6 +82,11 @@ class ClassifierAdapter(ServingAdapter):
             return {"score": logits[:, 0]}
         label_id, label = _argmax_labels(logits, self.labels)
         return {"logits": logits, "probabilities": tf.nn.softmax(logits), "label_id": label_id, "label": label}
+
+    def serving_module(self, preprocessor):
+        if isinstance(self.model, BertDocumentClassifier):
+            return DocumentServingModule(self, preprocessor)
+        return super().serving_module(preprocessor)
 
     def api_outputs(self, outputs):
         if self.model.is_regression:

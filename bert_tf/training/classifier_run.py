@@ -80,10 +80,13 @@ class ClassifierTask:
             raise ValueError(f"max_windows={self.max_windows} must be >= 1 (windows read per document)")
         return stride
 
-    def model(self, config, num_labels):
-        """BertDocumentClassifier for windows, else BertClassifier, with the head options."""
+    def model(self, config, num_labels, max_seq_length):
+        """BertDocumentClassifier for windows (recording the stride at `max_seq_length`), else BertClassifier,
+        with the head options."""
         if self.windows:
-            return BertDocumentClassifier(config, num_labels, self.window_aggregation, **self.head)
+            return BertDocumentClassifier(config, num_labels, self.window_aggregation,
+                                          doc_stride=self.stride(max_seq_length), max_windows=self.max_windows,
+                                          **self.head)
         return BertClassifier(config, num_labels, **self.head)
 
     def processor(self):
@@ -225,7 +228,8 @@ def run_classifier(options, task, strategy=None, config_name="the config"):
     num_labels = 1 if processor.is_regression else len(processor.get_labels())
     if not processor.is_regression:
         run_directory.write_labels(options.output_dir, processor.get_labels())
-    tuner = finetuning_run.create_finetuner(options, strategy, lambda: task.model(options.config, num_labels))
+    tuner = finetuning_run.create_finetuner(
+        options, strategy, lambda: task.model(options.config, num_labels, options.max_seq_length))
     results = finetuning_run.train_and_evaluate(tuner, options, lambda: run.features_of("train")[1],
                                                 lambda: run.dev_results(tuner))
     if options.do_predict:

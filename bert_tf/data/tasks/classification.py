@@ -368,8 +368,9 @@ def convert_documents(examples, labels, max_seq_length, tokenizer, doc_stride, m
 
     Returns {"input_ids", "input_mask", "segment_ids": int32 [N, W, T] (W: the most windows of a document; an
     absent window all zeros), "label_ids": int32 [N], "is_real_example": int32 [N]} for BertDocumentClassifier.
-    ValueError for a pair, a stride outside 1 <= N < max_seq_length - 2, max_windows < 1, or a label not in
-    `labels` (`labels` empty: regression, refused). Logs how many documents took several windows and were capped.
+    ValueError for a pair, an empty or whitespace text, a stride outside 1 <= N < max_seq_length - 2,
+    max_windows < 1, or a label not in `labels` (`labels` empty: regression, refused). Logs how many documents
+    took several windows and were capped, and the windows in all.
     """
     windows.check_stride(max_seq_length - 2, doc_stride)
     if max_windows < 1:
@@ -382,11 +383,13 @@ def convert_documents(examples, labels, max_seq_length, tokenizer, doc_stride, m
         if example.text_b:
             raise ValueError(f"{example.guid}: a text pair; windows read single texts (truncation=windows)")
         pieces = tokenizer.tokenize(example.text_a)
+        if not pieces:
+            raise ValueError(f"{example.guid} (<split>-<row or id>): the text is empty or only whitespace; a document "
+                             "to classify needs words")
         spans = windows.doc_spans(len(pieces), max_seq_length - 2, doc_stride)
         several += len(spans) > 1
-        if len(spans) > max_windows:
-            capped += 1
-            spans = [spans[i] for i in np.round(np.linspace(0, len(spans) - 1, max_windows)).astype(int)]
+        capped += len(spans) > max_windows
+        spans = [spans[i] for i in windows.spread_windows(len(spans), max_windows)]
         documents.append([pack_tokens(pieces[start:start + length], None, max_seq_length, tokenizer)
                           for start, length in spans])
         label_ids.append(_label_id(example, labels, label_map))

@@ -3,7 +3,6 @@
 import keras
 from keras import ops
 
-from bert_tf import model_types
 from bert_tf.feature_schema import LABEL_IDS
 from bert_tf.modeling.tasks.objective import cross_entropy_and_hits
 from bert_tf.modeling.tasks.task_model import BertTaskModel
@@ -54,15 +53,3 @@ class BertClassifier(BertTaskModel):
     def get_config(self):
         return {**super().get_config(), "num_labels": self.num_labels}
 
-
-def _from_checkpoint(config, source, options):
-    """The registry's classifier for the checkpoint `source`: its head's size and embedded options. ValueError
-    for a classifier of whole documents (trained with truncation=windows), whose export is not built yet."""
-    head = dict(source.head or {})
-    if "aggregation" in head:
-        raise ValueError(f"{source.path}: a classifier of whole documents (run_classifier.py --truncation=windows, "
-                         f"{head['aggregation']} of its windows); its SavedModel export is not supported yet")
-    return BertClassifier(config, model_types.get(model_types.CLASSIFIER).head_size(source), **head)
-
-
-model_types.provide(model_types.CLASSIFIER, build=_from_checkpoint)

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from bert_tf import model_types
 from bert_tf.feature_schema import INPUT_IDS, INPUT_MASK, INPUT_NAMES
 from bert_tf.modeling.tasks.classifier import BertClassifier
 
@@ -21,16 +22,21 @@ class BertDocumentClassifier(BertClassifier):
 
     Inputs: `input_ids`, `input_mask`, `segment_ids` int32 [B, W, T]: W windows per document, an absent window all
     zeros (its [CLS] mask 0). Output: logits float32 [B, num_labels]. Objective: BertClassifier's, per document.
+
+    `doc_stride` (None: half a window) and `max_windows` say how its documents were cut into windows
+    (`classification.convert_documents`); the model reads windows as given, and keeps them in its checkpoint's
+    head options so that its SavedModel (`bert_tf.export.document_serving`) windows raw text the same way.
     """
 
-    def __init__(self, config, num_labels, aggregation="mean", dropout_rate=0.1, **kwargs):
+    def __init__(self, config, num_labels, aggregation="mean", dropout_rate=0.1, doc_stride=None, max_windows=16,
+                 **kwargs):
         if aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation {aggregation!r}: expected one of {', '.join(AGGREGATIONS)}")
         if num_labels == 1:
             raise ValueError("a document classifier has num_labels >= 2 (windows of a regression are not offered)")
         kwargs.setdefault("name", "bert_document_classifier")
         super().__init__(config, num_labels, dropout_rate, **kwargs)
-        self.aggregation = aggregation
+        self.aggregation, self.doc_stride, self.max_windows = aggregation, doc_stride, max_windows
         self.window_attention = keras.layers.Dense(
             1, use_bias=False, name="window_attention",
             kernel_initializer=keras.initializers.TruncatedNormal(stddev=self.config.initializer_range)
@@ -67,8 +73,26 @@ class BertDocumentClassifier(BertClassifier):
             variables["window_attention/kernel"] = self.window_attention.kernel
         return variables
 
+    def window_options(self):
+        """{"aggregation", "doc_stride", "max_windows"}: how this model reads a document."""
+        return {"aggregation": self.aggregation, "doc_stride": self.doc_stride, "max_windows": self.max_windows}
+
     def head_options(self):
-        return {**(super().head_options() or {}), "aggregation": self.aggregation}
+        return {**(super().head_options() or {}), **self.window_options()}
 
     def get_config(self):
-        return {**super().get_config(), "aggregation": self.aggregation}
+        return {**super().get_config(), **self.window_options()}
+
+
+def _from_checkpoint(config, source, options):
+    """The registry's classifier for the checkpoint `source`: a BertDocumentClassifier when its embedded head
+    options say how it reads windows (run_classifier.py --truncation=windows), else a BertClassifier; the head's
+    size and options from the checkpoint."""
+    head = dict(source.head or {})
+    num_labels = model_types.get(model_types.CLASSIFIER).head_size(source)
+    if "aggregation" in head:
+        return BertDocumentClassifier(config, num_labels, **head)
+    return BertClassifier(config, num_labels, **head)
+
+
+model_types.provide(model_types.CLASSIFIER, build=_from_checkpoint)
