@@ -36,6 +36,8 @@ SETS = ("sotu_party", "convention_party", "chinese_novels")
 MODES = ("windows-mean", "windows-max", "windows-attention", "head", "tail", "head+tail")
 HPARAMS = {"train_batch_size": 16, "eval_batch_size": 16, "learning_rate": 5e-5, "num_train_epochs": 3,
            "warmup_proportion": 0.1, "max_windows": 16}
+# --dry_run: every mode once on the first set, seed and length, at this length, for an epoch, at most 2 windows.
+DRY_RUN = {"max_seq_length": 32, "num_train_epochs": 1, "max_windows": 2}
 WINDOWS_LINE = re.compile(r"read whole in windows of .*?: (\d+) windows in all")
 
 
@@ -48,7 +50,7 @@ def parse_flags():
                              "--window_aggregation=X)")
     parser.add_argument("--seeds", default="1,2,3", help="comma list of seeds (3 or more for a spread)")
     harness.add_run_flags(parser, "Data, the converted model, every case's run, log and result.json",
-                          "Prints the commands")
+                          f"Runs each mode once on the first set, seed and length, with {DRY_RUN}")
     args = parser.parse_args()
     for flag, choices in (("sets", SETS), ("modes", MODES)):
         values = harness.comma_list(getattr(args, flag))
@@ -84,7 +86,7 @@ def make_scored_set(source, target):
 
 
 def data_steps(work_dir, sets, minilm_dir):
-    """[(directory, command_of(directory) or a Python call)] that make the sets and the converted MiniLM."""
+    """[(directory, command_of(directory))] that make the sets and the converted MiniLM."""
     steps = []
     for name in sets:
         steps.append((os.path.join(work_dir, "data", name),
@@ -95,19 +97,19 @@ def data_steps(work_dir, sets, minilm_dir):
     return steps
 
 
-def command_of(work_dir, name, seq_length, mode, seed, output_dir):
-    """The run_classifier.py command of one case."""
+def command_of(work_dir, hparams, name, seq_length, mode, seed, output_dir):
+    """The run_classifier.py command of one case (`hparams`: HPARAMS, or those of a dry run)."""
     model = os.path.join(work_dir, "models", "minilm")
     truncation = "windows" if mode.startswith("windows-") else mode
     return [sys.executable, "run_classifier.py", "--task_name=custom", "--text_a_column=text",
             "--label_column=label", f"--data_dir={os.path.join(work_dir, 'scored', name)}", "--do_train",
             "--do_eval", f"--vocab_file={model}/vocab.txt", f"--bert_config_file={model}/bert_config.json",
             f"--init_checkpoint={model}/bert_model.ckpt", f"--max_seq_length={seq_length}",
-            f"--train_batch_size={HPARAMS['train_batch_size']}", f"--eval_batch_size={HPARAMS['eval_batch_size']}",
-            f"--learning_rate={HPARAMS['learning_rate']}", f"--num_train_epochs={HPARAMS['num_train_epochs']}",
-            f"--warmup_proportion={HPARAMS['warmup_proportion']}", "--group_by_length", f"--seed={seed}",
+            f"--train_batch_size={hparams['train_batch_size']}", f"--eval_batch_size={hparams['eval_batch_size']}",
+            f"--learning_rate={hparams['learning_rate']}", f"--num_train_epochs={hparams['num_train_epochs']}",
+            f"--warmup_proportion={hparams['warmup_proportion']}", "--group_by_length", f"--seed={seed}",
             f"--truncation={truncation}", f"--output_dir={output_dir}"] + (
-        [f"--max_windows={HPARAMS['max_windows']}", f"--window_aggregation={mode.split('-', 1)[1]}"]
+        [f"--max_windows={hparams['max_windows']}", f"--window_aggregation={mode.split('-', 1)[1]}"]
         if truncation == "windows" else [])
 
 
@@ -118,7 +120,7 @@ def training_windows(log_text):
     return int(match.group(1)) if match else None
 
 
-def run_case(work_dir, case, seed, timeout):
+def run_case(work_dir, hparams, case, seed, timeout):
     """Runs one case (or reads its result.json): {"accuracy", "train", "epochs", "windows", "load", "wall"} or
     {"error": why}."""
     name, seq_length, mode = case
@@ -133,7 +135,7 @@ def run_case(work_dir, case, seed, timeout):
     load_before, begin = os.getloadavg()[0], time.time()
     try:
         with open(log, "w", encoding="utf-8") as f:
-            result = subprocess.run(command_of(work_dir, name, seq_length, mode, seed, output_dir), cwd=ROOT,
+            result = subprocess.run(command_of(work_dir, hparams, name, seq_length, mode, seed, output_dir), cwd=ROOT,
                                     stdout=f, stderr=subprocess.STDOUT, timeout=timeout,
                                     env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     except subprocess.TimeoutExpired:
@@ -146,7 +148,7 @@ def run_case(work_dir, case, seed, timeout):
         values = dict(line.split(" = ", 1) for line in f.read().splitlines() if " = " in line)
     train_start, train_end, _ = bert_tf_timings(text, time.localtime(begin).tm_year)
     measured = {"accuracy": 100 * float(values["eval_accuracy"]), "train": train_end - train_start,
-                "epochs": HPARAMS["num_train_epochs"], "windows": training_windows(text),
+                "epochs": hparams["num_train_epochs"], "windows": training_windows(text),
                 "load": [load_before, os.getloadavg()[0]], "wall": time.time() - begin}
     partial = result_file + ".partial"
     with open(partial, "w", encoding="utf-8") as f:
@@ -157,12 +159,13 @@ def run_case(work_dir, case, seed, timeout):
     return measured
 
 
-def report(args, cases, results, work_dir):
+def report(args, hparams, results):
     """The Markdown section: one table per set and max_seq_length."""
-    lines = [harness.heading("bench_long_documents.py", args.note), "",
-             f"Command: `{harness.shown_command(sys.argv, 'bench/bench_long_documents.py')}`; commit "
+    lines = ["", harness.heading("bench_long_documents.py", args.note,
+                                 "dry run: not a measurement" if args.dry_run else ""), "",
+             f"Command: `{harness.shown_command(sys.argv[1:], 'bench/bench_long_documents.py')}`; commit "
              f"{harness.git_commit()}; {harness.cpu_model()}, {os.cpu_count()} cores. all-MiniLM-L6-v2; "
-             "hyper-parameters: " + ", ".join(f"{k} {v}" for k, v in HPARAMS.items()) + ", length-grouped batches. "
+             "hyper-parameters: " + ", ".join(f"{k} {v}" for k, v in hparams.items()) + ", length-grouped batches. "
              "Accuracy on the dev and test documents together (%), mean ± sample sd over the seeds (each seed's in "
              "brackets); train s / epoch: median over the seeds; load: the 1-minute load average before / after "
              "each run (range).", ""]
@@ -194,14 +197,12 @@ def report(args, cases, results, work_dir):
 def main():
     args = parse_flags()
     results_file, work_dir, temporary = harness.outputs(args, "bench_long_documents_")
+    hparams = dict(HPARAMS)
+    if args.dry_run:
+        args.sets, args.seeds, args.max_seq_lengths = args.sets[:1], args.seeds[:1], [DRY_RUN["max_seq_length"]]
+        hparams.update((k, v) for k, v in DRY_RUN.items() if k in HPARAMS)
     cases = [(name, seq_length, mode) for name in args.sets for seq_length in args.max_seq_lengths
              for mode in args.modes]
-    if args.dry_run:
-        for directory, command in data_steps(work_dir, args.sets, "$MINILM_DIR"):
-            print(" ".join(command(directory)))
-        for case in cases:
-            print(" ".join(command_of(work_dir, *case, args.seeds[0], f"$WORK_DIR/runs/{'-'.join(map(str, case))}")))
-        return
     from tools import pypi_data
     log_dir = os.path.join(work_dir, "logs")
     os.makedirs(log_dir, exist_ok=True)
@@ -215,9 +216,9 @@ def main():
     results = {}
     for seed in args.seeds:
         for case in cases:
-            results[case, seed] = outcome = run_case(work_dir, case, seed, args.timeout)
+            results[case, seed] = outcome = run_case(work_dir, hparams, case, seed, args.timeout)
             print(f"seed {seed} {case}: {outcome}", flush=True)
-    publish(report(args, cases, results, work_dir), results_file, work_dir)
+    publish(report(args, hparams, results), results_file, work_dir)
     if temporary:
         temporary.cleanup()
 
