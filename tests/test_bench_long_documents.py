@@ -1,0 +1,23 @@
+"""bench/bench_long_documents.py: its dry run end to end (a long-document set made by make_finetuning_data.py,
+MiniLM converted, run_classifier.py in every mode: windows and each truncation; nothing appended to
+bench/RESULTS.md). No timing or accuracy is asserted, only that each mode ran and was read back."""
+
+import pytest
+
+from tests.helpers.bench_runs import dry_run
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+@pytest.mark.extended
+def test_dry_run_trains_every_mode_and_counts_the_windows(tmp_path):
+    out = dry_run("bench_long_documents.py", tmp_path, timeout=1200)
+    assert "**sotu_party, max_seq_length 32**" in out, out
+    rows = {line.split(" | ")[0][2:]: line.split(" | ") for line in out.splitlines()
+            if line.startswith(("| windows-", "| head", "| tail"))}
+    assert set(rows) == {"windows-mean", "head", "tail", "head+tail"}, out
+    for mode, cells in rows.items():
+        assert 0 <= float(cells[1].split(" ")[0]) <= 100, cells  # accuracy in %
+        assert float(cells[2]) > 0, cells  # train s / epoch
+    assert int(rows["windows-mean"][3]) == 2 * 140  # every speech over 2 windows: capped at 2
+    assert rows["head"][3] == "-"
