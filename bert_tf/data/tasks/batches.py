@@ -51,12 +51,13 @@ def example_sizes(features):
     return mask.reshape(len(mask), -1).sum(axis=-1).astype(np.int64)
 
 
-def cut_batch(batch, width, sequences=None):
-    """`batch` ({name: array [b, ..., T]}) with its encoder inputs (and `label_ids` where it has their shape) cut
-    to `width` positions and, `sequences` given, [b, C, T] ones to their first `sequences` sequences."""
+def cut_batch(batch, width, compiled=False):
+    """`batch` ({name: NumPy array or tensor [b, ..., T]}) with its encoder inputs (and `label_ids` where it has
+    their shape) cut to `width` positions and, unless `compiled` (shapes compiled per width: XLA, JAX), a batch of
+    documents [b, W, T] to its most windows (`present_sequences`)."""
     mask = batch[INPUT_MASK]
     token_level = {*INPUT_NAMES, *([LABEL_IDS] if LABEL_IDS in batch and batch[LABEL_IDS].ndim == mask.ndim else [])}
-    cut = (slice(None), slice(sequences)) if sequences is not None and mask.ndim == 3 else (slice(None),)
+    cut = (slice(None), slice(present_sequences(mask))) if not compiled and mask.ndim == 3 else (slice(None),)
     return {k: v[cut][..., :width] if k in token_level else v for k, v in batch.items()}
 
 
@@ -92,6 +93,5 @@ def length_sorted_batches(features, batch_size, widths=None):
     for start in range(0, count, batch_size):
         indexes = order[start:start + batch_size]
         width = trimmed_width(int(lengths[indexes].max()), full, widths)
-        inputs = {k: features[k][indexes] for k in INPUT_NAMES if k in features}
-        sequences = present_sequences(inputs[INPUT_MASK]) if widths is None and inputs[INPUT_MASK].ndim == 3 else None
-        yield indexes, cut_batch(inputs, width, sequences)
+        yield indexes, cut_batch({k: features[k][indexes] for k in INPUT_NAMES if k in features}, width,
+                                 compiled=widths is not None)

@@ -17,7 +17,7 @@ batch possibly short. trim_padding: each batch's per-token features cut to its l
 import grain
 import numpy as np
 
-from bert_tf.batch_width import present_sequences, trimmed_width
+from bert_tf.batch_width import trimmed_width
 from bert_tf.data.tasks.batches import GROUP_MEGABATCHES, cut_batch, example_sizes, num_examples
 from bert_tf.feature_schema import INPUT_MASK
 
@@ -25,11 +25,11 @@ from bert_tf.feature_schema import INPUT_MASK
 def trim(batch, widths=None):
     """`batch` ({name: array [b, ..., T]}) with its per-token features (the encoder inputs; `label_ids` where it
     has their shape) cut to the width of its longest example (`trimmed_width`) and, with no `widths` (nothing
-    compiled per shape), a batch of documents [b, W, T] to its most windows (`present_sequences`)."""
+    compiled per shape), a batch of documents [b, W, T] to its most windows (`batches.cut_batch`)."""
     mask = batch[INPUT_MASK]
     longest = int(mask.reshape(-1, mask.shape[-1]).sum(axis=-1).max(initial=0))
     width = trimmed_width(longest, mask.shape[-1], widths)
-    return cut_batch(batch, width, present_sequences(mask) if widths is None and mask.ndim == 3 else None)
+    return cut_batch(batch, width, compiled=widths is not None)
 
 
 class _Gather:

@@ -8,9 +8,9 @@ distributed loop (`bert_tf.training.loop.Trainer`) both take.
 
 import tensorflow as tf
 
-from bert_tf.batch_width import present_sequences, trimmed_width
-from bert_tf.data.tasks.batches import GROUP_MEGABATCHES, example_sizes, num_examples
-from bert_tf.feature_schema import INPUT_MASK, INPUT_NAMES, LABEL_IDS
+from bert_tf.batch_width import trimmed_width
+from bert_tf.data.tasks.batches import GROUP_MEGABATCHES, cut_batch, example_sizes, num_examples
+from bert_tf.feature_schema import INPUT_MASK
 
 
 def make_dataset(features, batch_size, training, seed=None, input_context=None, trim_padding=False,
@@ -99,13 +99,10 @@ def trim_batch(batch, widths=None):
     """A batch of feature dicts with its per-token features (the encoder inputs; `label_ids` where it has their
     shape) cut to the longest example, rounded up to a multiple of TRIM_MULTIPLE or to the smallest of `widths`
     that holds it (`trimmed_width`; see make_dataset), and with no `widths`, a batch of documents [b, W, T] to its
-    most windows (`present_sequences`)."""
+    most windows (`batches.cut_batch`, on tensors)."""
     mask = batch[INPUT_MASK]
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1))
     width = trimmed_width(longest, tf.shape(mask)[-1], widths)
-    cut = (slice(None), slice(present_sequences(mask))) if widths is None and mask.shape.rank == 3 else (slice(None),)
-    token_level = {*INPUT_NAMES, *([LABEL_IDS] if batch.get(LABEL_IDS) is not None
-                                   and batch[LABEL_IDS].shape.rank == mask.shape.rank else [])}
-    return {k: v[cut][..., :width] if k in token_level else v for k, v in batch.items()}
+    return cut_batch(batch, width, compiled=widths is not None)
 
 
