@@ -3,8 +3,9 @@ once per process): the layer harness over every layer and model and the dropout 
 MiniLM weights within 1e-5 of the TensorFlow backend, twenty training steps with the same losses as TensorFlow,
 DataParallel over two host devices (JAX) with the same losses as one device, and a JAX host without TensorFlow.
 JAX runs in this Python (jax is a test dependency); PyTorch in a venv of its own (tools/peer_venvs.py, about
-1 GB with TensorFlow beside it), in the extended tier. The layer harness on JAX (4.5 minutes) is in the extended
-tier too: the whole models' outputs and training steps on JAX stay in `make test`."""
+1 GB with TensorFlow beside it), in the extended tier. The layer harness on JAX (4.5 minutes), fit on JAX and
+the two-device losses are in the extended tier too: the whole models' outputs and training steps on JAX stay in
+`make test`."""
 
 import json
 import os
@@ -71,25 +72,35 @@ def test_every_output_on_real_weights_matches_tensorflow(backend, checkpoints, t
         np.testing.assert_allclose(got[name], expected[name], rtol=0, atol=1e-5, err_msg=name)
 
 
+def twenty_step_losses(backend, checkpoints, tmp_path, devices=1):
+    """{model: [20 losses]} of tests/helpers/backend_training.py on `backend` (DataParallel over `devices` host
+    devices when > 1)."""
+    output = tmp_path / f"losses_{backend}_{devices}.json"
+    on_backend(backend, "-m", "tests.helpers.backend_training", str(checkpoints), str(output),
+               *(["--data_parallel"] if devices > 1 else []), devices=devices)
+    losses = json.loads(output.read_text())
+    assert losses.pop("devices") == devices
+    return losses
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_twenty_training_steps_give_tensorflows_losses(backend, checkpoints, tmp_path):
-    """And on JAX, DataParallel over two host devices gives the losses of one."""
-    runs = [("tensorflow", 1), (backend, 1)] + ([(backend, 2)] if backend == "jax" else [])
-    losses = {}
-    for name, devices in runs:
-        output = tmp_path / f"losses_{name}_{devices}.json"
-        on_backend(name, "-m", "tests.helpers.backend_training", str(checkpoints), str(output),
-                   *(["--data_parallel"] if devices > 1 else []), devices=devices)
-        losses[name, devices] = json.loads(output.read_text())
-        assert losses[name, devices]["devices"] == devices
+    tensorflow, losses = (twenty_step_losses(name, checkpoints, tmp_path) for name in ("tensorflow", backend))
     for model in ("classifier", "pretrainer"):
-        tensorflow, got = losses["tensorflow", 1][model], losses[backend, 1][model]
+        got = losses[model]
         assert len(got) == 20 and got[-1] < got[0] / 10, (model, got)  # it learns
-        np.testing.assert_allclose(got, tensorflow, rtol=0, atol=1e-4, err_msg=model)
-        if (backend, 2) in losses:
-            np.testing.assert_allclose(losses[backend, 2][model], got, rtol=0, atol=1e-5, err_msg=model)
+        np.testing.assert_allclose(got, tensorflow[model], rtol=0, atol=1e-4, err_msg=model)
 
 
+@pytest.mark.extended  # two JAX devices in make test: tests/test_jax_runs.py's fine-tuning run
+def test_twenty_training_steps_on_two_jax_devices_give_the_losses_of_one(checkpoints, tmp_path):
+    one, two = (twenty_step_losses("jax", checkpoints, tmp_path, devices) for devices in (1, 2))
+    for model in ("classifier", "pretrainer"):
+        assert len(one[model]) == 20, (model, one[model])
+        np.testing.assert_allclose(two[model], one[model], rtol=0, atol=1e-5, err_msg=model)
+
+
+@pytest.mark.extended  # the family's first case in make test: tests/test_finetuning_models.py (TensorFlow)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_fit_evaluate_predict_in_both_precisions_with_the_projects_optimizers(backend, tmp_path):
     on_backend(backend, "-m", "tests.helpers.backend_training", "--precisions", str(tmp_path / "runs.json"))

@@ -20,6 +20,7 @@ def test_published_peaks_are_found_by_device_name():
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended  # a benchmark's dry run (tests/helpers/tiers.py)
 def test_dry_run_prints_one_json_line_per_shape():
     done = subprocess.run(["bash", os.path.join(ROOT, "bench", "gpu_check.sh"), "--dry_run"], capture_output=True,
                           text=True, timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
@@ -36,6 +37,7 @@ def test_dry_run_prints_one_json_line_per_shape():
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended  # a benchmark's dry run (tests/helpers/tiers.py)
 def test_the_jax_checks_dry_run_measures_every_shape_without_tensorflow():
     """bench/gpu_check_jax.sh --dry_run (KERAS_BACKEND=jax, the tiny config on the CPU): the device line, the
     first batch of each training shape, each inference batch, then the comparison line; TensorFlow never

@@ -22,6 +22,7 @@ def test_step_rates_read_the_loops_log_lines():
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended  # a benchmark's dry run (tests/helpers/tiers.py)
 def test_dry_run_runs_every_job_on_the_cpu(tmp_path):
     data = tmp_path / "carried"
     done = subprocess.run([sys.executable, "-m", "bench.gpu_jobs", "--prepare", f"--data_dir={data}"], cwd=ROOT,

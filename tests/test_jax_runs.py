@@ -33,6 +33,7 @@ def step_losses(output):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # two devices in make test: the fine-tuning case below
 def test_pretraining_on_two_jax_devices_and_its_checkpoint_on_tensorflow(pretraining_data, tmp_path):
     """run_pretraining.py on JAX, DataParallel over 2 host devices: trains, evaluates, writes model.ckpt-6 and
     the `checkpoint` index; the TensorFlow backend evaluates that checkpoint (an eval-only run from it) with
