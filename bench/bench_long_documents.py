@@ -124,7 +124,7 @@ def training_windows(log_text):
 
 def run_case(work_dir, hparams, case, seed, timeout):
     """Runs one case (or reads its result.json): {"accuracy", "macro_f1", "train", "epochs", "windows", "load",
-    "wall"} or {"error": why}."""
+    "wall", "commit"} or {"error": why}."""
     name, seq_length, mode = case
     output_dir = os.path.join(work_dir, "runs", f"{name}-{seq_length}-{mode}-seed{seed}")
     result_file = os.path.join(output_dir, "result.json")
@@ -152,7 +152,8 @@ def run_case(work_dir, hparams, case, seed, timeout):
     measured = {"accuracy": 100 * float(values["eval_accuracy"]), "macro_f1": 100 * float(values["eval_macro_f1"]),
                 "train": train_end - train_start,
                 "epochs": hparams["num_train_epochs"], "windows": training_windows(text),
-                "load": [load_before, os.getloadavg()[0]], "wall": time.time() - begin}
+                "load": [load_before, os.getloadavg()[0]], "wall": time.time() - begin,
+                "commit": harness.git_commit().split()[0]}
     partial = result_file + ".partial"
     with open(partial, "w", encoding="utf-8") as f:
         json.dump(measured, f)
@@ -178,25 +179,28 @@ def report(args, hparams, results):
              "Macro F1 and accuracy on the dev and test documents together (%; the sets are unbalanced, so macro F1 "
              "is the one that tells a model from the majority class), mean ± sample sd over the seeds (each seed's "
              "in brackets); train s / epoch: median over the seeds; load: the 1-minute load average before / after "
-             "each run (range).", ""]
+             "each run (range); commit: the code each case ran (a case read back from its result.json may be older "
+             "than this run).", ""]
     for name in args.sets:
         for seq_length in args.max_seq_lengths:
             lines += [f"**{name}, max_seq_length {seq_length}**", "",
-                      "| mode | macro F1 | accuracy | train s / epoch | windows / epoch | load |",
-                      "|---|---|---|---:|---:|---|"]
+                      "| mode | macro F1 | accuracy | train s / epoch | windows / epoch | load | commit |",
+                      "|---|---|---|---:|---:|---|---|"]
             for mode in args.modes:
                 outcomes = [results.get(((name, seq_length, mode), seed), {}) for seed in args.seeds]
                 done = [r for r in outcomes if "accuracy" in r]
                 errors = "; ".join(r["error"] for r in outcomes if "error" in r)
                 if not done:
-                    lines.append(f"| {mode} | {errors or 'not run'} | | | | |")
+                    lines.append(f"| {mode} | {errors or 'not run'} | | | | | |")
                     continue
                 epoch = sorted(r["train"] / r["epochs"] for r in done)[len(done) // 2]
                 loads = [x for r in done for x in r["load"]]
                 windows = "-" if done[0]["windows"] is None else done[0]["windows"]
                 lines.append(f"| {mode} | {shown_points([r['macro_f1'] for r in done])} | "
                              f"{shown_points([r['accuracy'] for r in done])} | {epoch:.1f} | {windows} | "
-                             f"{min(loads):.1f}-{max(loads):.1f} |" + (f" errors: {errors}" if errors else ""))
+                             f"{min(loads):.1f}-{max(loads):.1f} | "
+                             f"{', '.join(sorted({r.get('commit', 'not recorded') for r in done}))} |"
+                             + (f" errors: {errors}" if errors else ""))
             lines.append("")
     return "\n".join(lines) + "\n"
 

@@ -2,6 +2,8 @@
 MiniLM converted, run_classifier.py in every mode: windows and each truncation; nothing appended to
 bench/RESULTS.md). No timing or accuracy is asserted, only that each mode ran and was read back."""
 
+import re
+
 import pytest
 
 from tests.helpers.bench_runs import dry_run
@@ -19,5 +21,6 @@ def test_dry_run_trains_every_mode_and_counts_the_windows(tmp_path):
     for cells in rows.values():
         assert all(0 <= float(cell.split(" ")[0]) <= 100 for cell in cells[1:3]), cells  # macro F1, accuracy (%)
         assert float(cells[3]) > 0, cells  # train s / epoch
+        assert re.fullmatch(r"[0-9a-f]{7,40} \|", cells[6]), cells  # the commit the case ran
     assert int(rows["windows-mean"][4]) == 2 * 140  # every speech over 2 windows: capped at 2
     assert rows["head"][4] == "-"
