@@ -127,6 +127,7 @@ def test_a_linear_checkpoint_leaves_the_bilstm_head_missing_and_the_options_trav
 
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.extended  # the BiLSTM head's SavedModel in make test: tests/test_export_tasks.py
 def test_run_ner_trains_a_bilstm_head_over_a_linear_one_and_needs_its_flags_to_evaluate(tiny_model_dir, tmp_path):
     sentences = "Paris B-loc\nis O\nnice O\n\nI O\nmet O\nAnna B-per\nSmith I-per\n\n"
     data = write_files(tmp_path, {"train.txt": sentences * 2, "dev.txt": sentences})

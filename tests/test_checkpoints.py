@@ -11,6 +11,7 @@ from bert_tf import BertConfig, BertEncoder
 from bert_tf.checkpoints import load_checkpoint, open_checkpoint, save_checkpoint
 from bert_tf.conversion import convert
 from bert_tf.formats.huggingface import hf_to_canonical
+from tests.helpers.tiers import first_in_make_test
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IDS = {"input_ids": np.array([[101, 7592, 2088, 1010, 2129, 2024, 2017, 102, 0, 0]], np.int32),
@@ -241,7 +242,7 @@ print("OPENED", opened)
 
 @pytest.mark.slow
 @pytest.mark.subprocess
-@pytest.mark.parametrize("command", ["convert_checkpoint", "export_model"])
+@pytest.mark.parametrize("command", first_in_make_test(["convert_checkpoint", "export_model"], 1))
 def test_a_command_opens_its_checkpoint_once(command, minilm_dir, tmp_path):
     """The config, the checks (shapes, vocab), the labels and the weights all come from one opened checkpoint
     (export_model.py used to open it four times, convert_checkpoint.py three)."""

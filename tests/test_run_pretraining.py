@@ -224,6 +224,7 @@ print("RESULTS", pretrain(options))
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # the family's first case in make test: tests/test_finetuning_scripts.py's
 def test_pretraining_from_python_gives_the_commands_outputs(pretraining_data, tmp_path):
     """`pretrain(PretrainingOptions(...))`, what a notebook calls, writes what run_pretraining.py writes with
     the same flags: the same final weights bit for bit (deterministic ops, one seed) and the same results."""
