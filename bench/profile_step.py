@@ -149,11 +149,15 @@ def main():
 
     import tensorflow as tf
 
-    load_start, requested_steps = os.getloadavg()[0], args.steps
+    load_start, command = os.getloadavg()[0], harness.command_line("profile_step.py")
     if args.job:
+        job = shlex.split(args.job)
+        shown_job = harness.shown_command(job[1:], job[0])  # its paths as placeholders
+        command = (f'python bench/profile_step.py --job="{shown_job[len("python "):]}" --start_step={args.start_step} '
+                   f'--steps={args.steps} --top={args.top}')
         with tempfile.TemporaryDirectory() as trace_dir:
             wall_ms, args.steps, (total, count) = profile_job(args.job, args.start_step, args.steps, trace_dir)
-        what = (f"`{harness.shown_command(shlex.split(args.job)[1:], shlex.split(args.job)[0])}`: {args.steps} "
+        what = (f"`{shown_job}`: {args.steps} "
                 f"training steps from step {args.start_step} on profiled (wall clock: the median step from step 10 "
                 f"to the profiled ones, unprofiled)")
     else:
@@ -174,11 +178,6 @@ def main():
             total, count = op_times(trace_dir)
         what = (f"bert_tf {args.task} step, {os.path.relpath(config_path, ROOT)}, batch {args.batch_size} x seq "
                 f"{args.seq_length}, {args.dtype} (XLA off; wall clock: the median of {args.steps}, unprofiled)")
-    command = harness.command_line("profile_step.py")
-    if args.job:  # its paths as placeholders
-        job = shlex.split(args.job)
-        command = f'python bench/profile_step.py --job="{harness.shown_command(job[1:], job[0])[len("python "):]}"'
-        command += f" --start_step={args.start_step} --steps={requested_steps} --top={args.top}"
     all_ms = sum(total.values()) / args.steps
     matmul_ms = sum(ms for op, ms in total.items() if is_matmul(op)) / args.steps
     rows = total.most_common(args.top)
