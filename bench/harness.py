@@ -35,6 +35,8 @@ import sys
 import tempfile
 import time
 
+from bert_tf.cpu_kernels import prefer_onednn
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULT = "RESULT "  # the worker's answer line: RESULT <json>
 
@@ -103,13 +105,16 @@ def error_line(stderr):
 def run_worker(script, spec, python, timeout, work_dir=None, with_root=False, env=None):
     """Runs `script --worker <spec file>` (parse_args's side) in a fresh process of `python`, in `work_dir` (which
     holds the spec file; default: the repository root, the spec in the temporary directory), with
-    TF_CPP_MIN_LOG_LEVEL=2, PYTHONPATH the repository root if `with_root` else empty, and `env` added. Returns
+    TF_CPP_MIN_LOG_LEVEL=2, PYTHONPATH the repository root if `with_root` else empty, `env` added, and in
+    bert_tf's own Python the commands' choice of TensorFlow's CPU kernels (bert_tf/cpu_kernels.py). Returns
     the worker's JSON result, or {"error": why} (its stderr's error_line, or the time limit)."""
     path = os.path.join(work_dir or tempfile.gettempdir(), f"spec-{os.getpid()}-{time.monotonic_ns()}.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(spec, f)
     environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT if with_root else "")
     environment.update(env or {})
+    if python == sys.executable:  # bert_tf's own Python (a peer's is its venv's): the commands' CPU kernels
+        prefer_onednn(environment)
     try:
         result = subprocess.run([python, os.path.abspath(script), "--worker", path], cwd=work_dir or ROOT,
                                 capture_output=True, text=True, timeout=timeout, env=environment)

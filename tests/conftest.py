@@ -11,7 +11,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import pytest
+from bert_tf.cpu_kernels import prefer_onednn  # noqa: E402
+
+prefer_onednn()  # the commands' choice of TensorFlow's CPU kernels in the tests' own processes too
+
+import pytest  # noqa: E402
 
 from bert_tf.tokenization import FullTokenizer
 from tests.helpers import configs

@@ -2,7 +2,6 @@
 run_classifier.py --truncation=windows on real long speeches (tools/make_finetuning_data.py convention_party)."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -186,7 +185,7 @@ def test_run_classifier_reads_whole_speeches_and_its_savedmodel_classifies_them_
     (tmp_path / "requests.json").write_text(json.dumps(requests))
     client = subprocess.run([client_python, "-I", exports.CLIENT, "requests.json", "outputs.npz", "errors.json"],
                             capture_output=True, text=True, cwd=tmp_path, timeout=900,
-                            env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")})
+                            env=exports.client_environment())
     assert client.returncode == 0, client.stderr[-3000:]
     assert json.loads((tmp_path / "errors.json").read_text()) == {}
     with np.load(tmp_path / "outputs.npz") as outputs:

@@ -4,8 +4,12 @@
 through thin wrappers at its root. The flag modules (model_flags, training_flags, finetuning_flags,
 flag_checks) are shared by the commands; the library outside bert_tf/cli/ never reads flags.
 
-TensorFlow's start-up lines. Importing this package (every command does, before TensorFlow) sets
-TF_CPP_MIN_LOG_LEVEL=1 unless the environment sets it: TensorFlow's C++ INFO lines go (CPU instructions, XLA
+TensorFlow's CPU kernels. Importing this package (every command does, before TensorFlow) sets
+TF_ENABLE_ONEDNN_OPTS=1 on x86-64 unless the environment sets it: oneDNN's kernels also on the CPUs where
+TensorFlow would run Eigen's (`bert_tf/cpu_kernels.py`).
+
+TensorFlow's start-up lines. Importing this package also sets TF_CPP_MIN_LOG_LEVEL=1 unless the environment
+sets it: TensorFlow's C++ INFO lines go (CPU instructions, XLA
 compiling), its warnings and errors stay. TensorFlow 2.21 prints some lines before it reads that variable,
 through a copy of absl's C++ logging that nobody initialises, so no variable reaches them ("WARNING: All log
 messages before absl::InitializeLog() is called are written to STDERR", then "oneDNN custom operations are
@@ -27,6 +31,8 @@ too).
 import os
 import subprocess
 import sys
+
+from bert_tf.cpu_kernels import prefer_onednn
 
 LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
 DEFAULT_LEVEL = "1"  # TensorFlow's C++ INFO lines off; warnings and errors on
@@ -194,5 +200,6 @@ def report_missing_tensorflow():
     sys.excepthook = hook
 
 
+prefer_onednn()
 quiet_tensorflow_start()
 report_missing_tensorflow()

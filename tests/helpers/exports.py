@@ -12,6 +12,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.cpu_kernels import prefer_onednn
 from bert_tf.data.packing import pack_tokens
 from bert_tf.feature_schema import INPUT_NAMES
 from tools import peer_venvs
@@ -123,6 +124,15 @@ def assert_exports_fail(cases, common, tmp_path):
     assert os.listdir(tmp_path) == []  # a failed export leaves no folder
 
 
+def client_environment():
+    """The environment of a fresh-venv client process: PATH, HOME, TF_CPP_MIN_LOG_LEVEL=2 and the tests' choice of
+    TensorFlow's CPU kernels, those of the expected values (on a CPU where TensorFlow alone would run Eigen's,
+    MiniLM's outputs differ from oneDNN's by up to ~1e-4: rounding, not a different function)."""
+    environment = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    prefer_onednn(environment)
+    return environment
+
+
 def run_client(tmp_path_factory, name, client_python, make_requests):
     """(outputs {request/output: array}, errors {request: message}) of one fresh-venv process answering
     `make_requests()`, run once per session (shared directory `name`)."""
@@ -132,8 +142,7 @@ def run_client(tmp_path_factory, name, client_python, make_requests):
             json.dump(make_requests(), f)
         result = subprocess.run(
             [client_python, "-I", CLIENT, requests_file, f"{directory}/outputs.npz", f"{directory}/errors.json"],
-            capture_output=True, text=True, timeout=900, cwd=directory,
-            env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "TF_CPP_MIN_LOG_LEVEL": "2"})
+            capture_output=True, text=True, timeout=900, cwd=directory, env=client_environment())
         assert result.returncode == 0, result.stderr[-5000:]
 
     directory = build_once(shared_dir(tmp_path_factory, name), build)
