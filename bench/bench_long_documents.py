@@ -135,6 +135,7 @@ def run_case(work_dir, hparams, case, seed, timeout):
     os.makedirs(output_dir)
     log = os.path.join(output_dir, "log.txt")
     load_before, begin = os.getloadavg()[0], time.time()
+    commit = harness.git_commit().split()[0]  # the code the case starts with (a commit made while it runs is not)
     try:
         with open(log, "w", encoding="utf-8") as f:
             result = subprocess.run(command_of(work_dir, hparams, name, seq_length, mode, seed, output_dir), cwd=ROOT,
@@ -153,7 +154,7 @@ def run_case(work_dir, hparams, case, seed, timeout):
                 "train": train_end - train_start,
                 "epochs": hparams["num_train_epochs"], "windows": training_windows(text),
                 "load": [load_before, os.getloadavg()[0]], "wall": time.time() - begin,
-                "commit": harness.git_commit().split()[0]}
+                "commit": commit}
     partial = result_file + ".partial"
     with open(partial, "w", encoding="utf-8") as f:
         json.dump(measured, f)
