@@ -30,7 +30,7 @@ from bert_tf.tokenization import FullTokenizer
 from bert_tf.tokenization import lite as lite_tokenization
 from tests.helpers import tokenizer_data
 from tests.helpers.configs import script_config
-from tests.helpers.exports import SEQ_LENGTH, python_pack, run_model, shared_dir
+from tests.helpers.exports import SEQ_LENGTH, client_environment, python_pack, run_model, shared_dir
 from tools import peer_venvs, pypi_data
 from tools.pinned_venv import build_once
 
@@ -169,8 +169,7 @@ def litert(tmp_path_factory, exports, litert_python, tokenizer):
             json.dump(litert_requests(exports, tokenizer), f)
         result = subprocess.run(
             [litert_python, "-I", client, "requests.json", "outputs.npz", "errors.json"], capture_output=True,
-            text=True, timeout=900, cwd=directory,
-            env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "TF_CPP_MIN_LOG_LEVEL": "2"})
+            text=True, timeout=900, cwd=directory, env=client_environment())
         assert result.returncode == 0, result.stderr[-5000:]
 
     directory = build_once(shared_dir(tmp_path_factory, "litert_client"), build)

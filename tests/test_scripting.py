@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from bert_tf import cpu_kernels
 from tests.helpers.tiers import first_in_make_test
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -190,7 +191,7 @@ def test_a_command_starts_without_tensorflows_startup_lines():
     assert done.returncode == 0 and "--init_checkpoint" in done.stdout, done.stderr[-2000:]
     assert not [line for line in done.stderr.splitlines() if TF_LINE.match(line)], done.stderr
     show = "import os, bert_tf.cli; print(os.environ['TF_CPP_MIN_LOG_LEVEL'], os.environ.get('TF_ENABLE_ONEDNN_OPTS'))"
-    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    x86 = platform.machine().lower() in cpu_kernels.X86_64
     done = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True, cwd=ROOT,
                           env={**env, "TF_ENABLE_ONEDNN_OPTS": "0"})
     assert done.stdout == "1 0\n", done.stderr

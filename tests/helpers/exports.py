@@ -125,9 +125,10 @@ def assert_exports_fail(cases, common, tmp_path):
 
 
 def client_environment():
-    """The environment of a fresh-venv client process: PATH, HOME, TF_CPP_MIN_LOG_LEVEL=2 and the tests' choice of
-    TensorFlow's CPU kernels, those of the expected values (on a CPU where TensorFlow alone would run Eigen's,
-    MiniLM's outputs differ from oneDNN's by up to ~1e-4: rounding, not a different function)."""
+    """The environment of a fresh-venv client process (SavedModel or LiteRT): PATH, HOME, TF_CPP_MIN_LOG_LEVEL=2
+    and the tests' choice of TensorFlow's CPU kernels, those of the expected values (on a CPU where TensorFlow
+    alone would run Eigen's, MiniLM's outputs differ from oneDNN's by up to ~1e-4: rounding, not another
+    function)."""
     environment = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), "TF_CPP_MIN_LOG_LEVEL": "2"}
     prefer_onednn(environment)
     return environment
